@@ -1,0 +1,1 @@
+"""Slack adapter: slack-bolt app, command parsing, access policy, Block Kit rendering."""

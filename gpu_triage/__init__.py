@@ -1,0 +1,1 @@
+"""Composition root: CLI and settings that wire the engine to its adapters."""

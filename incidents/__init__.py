@@ -1,0 +1,1 @@
+"""Incident store: SQLAlchemy models and the repository every adapter records triages through."""

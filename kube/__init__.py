@@ -1,0 +1,1 @@
+"""Live cluster adapter: the only package that imports the kubernetes client."""

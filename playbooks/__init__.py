@@ -1,0 +1,1 @@
+"""Bundled playbook data (YAML). Loaded through `triage.playbooks.load_playbook`."""

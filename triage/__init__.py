@@ -1,0 +1,46 @@
+"""GPU Triage engine: why a GPU pod is not running, layer by layer.
+
+Pure: it reads cluster state only through `ClusterSource` and imports neither Slack, the
+kubernetes client nor a database.
+"""
+
+from triage.config import EngineConfig
+from triage.engine import triage
+from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
+from triage.names import InvalidNameError, validate_name, validate_namespace
+from triage.playbooks import Playbook, PlaybookError, load_playbook
+from triage.snapshot import load_snapshot
+from triage.source import (
+    ClusterSource,
+    ForbiddenError,
+    MalformedSnapshotError,
+    MemorySource,
+    NotFoundError,
+    SourceError,
+    UnavailableError,
+)
+
+__all__ = [
+    "ClusterSource",
+    "EngineConfig",
+    "Finding",
+    "ForbiddenError",
+    "InvalidNameError",
+    "Layer",
+    "MalformedSnapshotError",
+    "MemorySource",
+    "NotFoundError",
+    "OwnerRoute",
+    "Playbook",
+    "PlaybookError",
+    "PodRef",
+    "SourceError",
+    "Status",
+    "TriageReport",
+    "UnavailableError",
+    "load_playbook",
+    "load_snapshot",
+    "triage",
+    "validate_name",
+    "validate_namespace",
+]

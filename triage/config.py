@@ -1,0 +1,15 @@
+"""Engine settings that differ between clusters. Everything has a default that fits a stock
+GPU Operator install."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EngineConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    operator_namespace: str = Field(
+        default="gpu-operator", description="namespace the GPU Operator's pods run in"
+    )
+    max_evidence: int = Field(default=12, ge=1, description="evidence lines kept per finding")

@@ -1,0 +1,131 @@
+"""The triage report: one value that the CLI, Slack and the incident store all render or keep.
+
+It knows nothing about Block Kit, terminals or databases. Its JSON form is a public contract
+(see the design brief): `failing_layer`, one finding per layer, `owner`, `remediation`, `pod`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Layer(StrEnum):
+    """The four layers, lowest first. Their order is the order of diagnosis."""
+
+    DRIVER = "driver"
+    DEVICE_PLUGIN = "device-plugin"
+    SCHEDULING = "scheduling"
+    QUOTA = "quota"
+
+    @property
+    def rank(self) -> int:
+        return LAYER_ORDER.index(self)
+
+    @property
+    def label(self) -> str:
+        return LAYER_TITLES[self]
+
+
+LAYER_ORDER: tuple[Layer, ...] = (Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING, Layer.QUOTA)
+
+LAYER_TITLES: dict[Layer, str] = {
+    Layer.DRIVER: "GPU driver / container runtime",
+    Layer.DEVICE_PLUGIN: "Device plugin (GPUs advertised to kubelet)",
+    Layer.SCHEDULING: "Scheduling (placement on a GPU node)",
+    Layer.QUOTA: "Quota / queue (tenant allowed to use GPUs now)",
+}
+
+
+class Status(StrEnum):
+    """What a layer means for *this* pod.
+
+    `fail` blocks the pod; `warn` is a problem that does not block it (a side finding, e.g. a
+    crashing driver on a node the pod could never use); `unknown` means we could not look
+    (usually a missing permission); `skipped` means the layer does not apply.
+    """
+
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Finding(Frozen):
+    """One layer's verdict for the pod.
+
+    `evidence` is safe to show to the pod's own tenant (it names their objects and aggregated
+    cluster facts). `detail` is operator-only: other tenants' pods, node internals.
+    """
+
+    layer: Layer
+    status: Status
+    summary: str
+    evidence: list[str] = Field(default_factory=list)
+    detail: list[str] = Field(default_factory=list)
+    codes: list[str] = Field(default_factory=list, description="machine-readable signal ids")
+
+
+class OwnerRoute(Frozen):
+    """Who to route the failing layer to."""
+
+    team: str
+    channel: str | None = None
+    usergroup: str | None = None
+    source: str = Field(default="default", description="which rule chose this route")
+
+
+class PodRef(Frozen):
+    """What was triaged. `kind` is Pod, or the workload kind when the name was a workload."""
+
+    namespace: str
+    name: str
+    kind: str = "Pod"
+    pod: str | None = Field(default=None, description="the pod actually examined, if any")
+    node: str | None = None
+    phase: str | None = None
+
+
+class TriageReport(Frozen):
+    """The engine's answer. `failing_layer` is None when nothing blocks the pod."""
+
+    pod: PodRef
+    cluster: str = "default"
+    failing_layer: Layer | None
+    headline: str
+    findings: list[Finding]
+    owner: OwnerRoute | None = None
+    remediation: list[str] = Field(default_factory=list)
+    verification: list[str] = Field(default_factory=list)
+    generated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    data_age_note: str | None = Field(
+        default=None, description="set when the data may be stale (old snapshot, lagging cache)"
+    )
+
+    def finding(self, layer: Layer) -> Finding:
+        return next(f for f in self.findings if f.layer == layer)
+
+    @property
+    def blocked(self) -> bool:
+        return self.failing_layer is not None
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable id of the cause: the same pod blocked for the same reason hashes the same.
+
+        It ignores wording and timestamps: only the failing layer and its signal codes count.
+        """
+        if self.failing_layer is None:
+            codes: list[str] = ["running"]
+        else:
+            codes = sorted(set(self.finding(self.failing_layer).codes))
+        raw = "|".join([str(self.failing_layer), *codes])
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]

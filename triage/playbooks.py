@@ -1,0 +1,141 @@
+"""Playbooks: remediation steps, verification commands and owner routes, as validated data.
+
+Nothing about who owns what is hard-coded: the bundled `playbooks/default.yaml` is a starting
+point that a platform team copies and edits. A bad file fails at load with the field at fault.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from triage.model import Layer, OwnerRoute
+
+
+class PlaybookError(ValueError):
+    """The playbook file is missing or invalid. The message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Route(_Strict):
+    team: str = Field(min_length=1)
+    channel: str | None = None
+    usergroup: str | None = Field(default=None, pattern=r"^S[A-Z0-9]+$")
+
+
+class LayerPlaybook(_Strict):
+    steps: list[str] = Field(min_length=1)
+    signals: dict[str, list[str]] = Field(default_factory=dict)
+    verification: list[str] = Field(default_factory=list)
+
+
+class NodePools(_Strict):
+    labels: list[str] = Field(default_factory=list, description="node labels naming the pool")
+    routes: dict[str, dict[Layer, Route]] = Field(default_factory=dict)
+
+
+class Namespaces(_Strict):
+    team_keys: list[str] = Field(
+        default_factory=lambda: ["gpu-triage.io/team"],
+        description="namespace label or annotation keys naming the owning team",
+    )
+    layers: list[Layer] = Field(default_factory=lambda: [Layer.SCHEDULING, Layer.QUOTA])
+
+
+class Playbook(_Strict):
+    routes: dict[Layer, Route]
+    teams: dict[str, Route] = Field(default_factory=dict)
+    namespaces: Namespaces = Field(default_factory=Namespaces)
+    node_pools: NodePools = Field(default_factory=NodePools)
+    layers: dict[Layer, LayerPlaybook]
+
+    def model_post_init(self, __context: Any) -> None:
+        for field_name, mapping in (("routes", self.routes), ("layers", self.layers)):
+            missing = [layer.value for layer in Layer if layer not in mapping]
+            if missing:
+                raise ValueError(f"{field_name}: missing layers {', '.join(missing)}")
+
+    def route(
+        self,
+        layer: Layer,
+        *,
+        namespace: Mapping[str, Any] | None = None,
+        node_labels: list[Mapping[str, str]] | None = None,
+    ) -> OwnerRoute:
+        """Owner for a failing layer: node pool override, then namespace team, then default."""
+        for lab in node_labels or []:
+            for key in self.node_pools.labels:
+                pool = lab.get(key)
+                route = self.node_pools.routes.get(pool or "", {}).get(layer)
+                if route is not None:
+                    return _owner(route, f"node pool {key}={pool}")
+        if namespace is not None and layer in self.namespaces.layers:
+            meta = namespace.get("metadata") or {}
+            for key in self.namespaces.team_keys:
+                team = (meta.get("labels") or {}).get(key) or (meta.get("annotations") or {}).get(
+                    key
+                )
+                if team:
+                    route = self.teams.get(team) or Route(team=team)
+                    return _owner(route, f"namespace {meta.get('name')} {key}={team}")
+        return _owner(self.routes[layer], "default")
+
+    def steps(self, layer: Layer, codes: list[str], **values: str) -> list[str]:
+        lp = self.layers[layer]
+        out: list[str] = []
+        for code in codes:
+            out.extend(s for s in lp.signals.get(code, []) if s not in out)
+        out.extend(s for s in lp.steps if s not in out)
+        return [_fill(s, values) for s in out]
+
+    def verification(self, layer: Layer, **values: str) -> list[str]:
+        return [_fill(s, values) for s in self.layers[layer].verification]
+
+
+def _owner(route: Route, source: str) -> OwnerRoute:
+    return OwnerRoute(
+        team=route.team, channel=route.channel, usergroup=route.usergroup, source=source
+    )
+
+
+class _Keep(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "<" + key + ">"
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    return string.Formatter().vformat(template, (), _Keep(values))
+
+
+def load_playbook(path: str | Path | None = None) -> Playbook:
+    """Load and validate a playbook; None loads the bundled default."""
+    if path is None:
+        text = resources.files("playbooks").joinpath("default.yaml").read_text(encoding="utf-8")
+        where = "bundled playbooks/default.yaml"
+    else:
+        where = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise PlaybookError(f"{where}: cannot read: {e.strerror or e}") from e
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise PlaybookError(f"{where}: invalid YAML: {str(e).splitlines()[0]}") from e
+    if not isinstance(data, dict):
+        raise PlaybookError(f"{where}: expected a mapping at the top level")
+    try:
+        return Playbook.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise PlaybookError(f"{where}: {loc}: {err['msg']}") from e

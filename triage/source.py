@@ -1,0 +1,187 @@
+"""The one read interface the engine uses to see a cluster, and the errors it may raise.
+
+Objects are plain JSON-shaped dicts exactly as the API server returns them (`kubectl get -o
+json`), never client model objects: the snapshot reader and the live adapter both produce them
+cheaply, and the engine reads only the fields it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """Where a kind lives in the API. The live adapter uses it; the snapshot reader keys on kind."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+def _rt(kind: str, api: str, plural: str, *, namespaced: bool = True) -> ResourceType:
+    group, _, version = api.rpartition("/")
+    return ResourceType(kind, group, version, plural, namespaced)
+
+
+# Every kind the engine reads. Anything else in a snapshot is ignored.
+KINDS: dict[str, ResourceType] = {
+    rt.kind: rt
+    for rt in (
+        _rt("Namespace", "v1", "namespaces", namespaced=False),
+        _rt("Node", "v1", "nodes", namespaced=False),
+        _rt("Pod", "v1", "pods"),
+        _rt("Event", "v1", "events"),
+        _rt("ResourceQuota", "v1", "resourcequotas"),
+        _rt("DaemonSet", "apps/v1", "daemonsets"),
+        _rt("Deployment", "apps/v1", "deployments"),
+        _rt("ReplicaSet", "apps/v1", "replicasets"),
+        _rt("StatefulSet", "apps/v1", "statefulsets"),
+        _rt("Job", "batch/v1", "jobs"),
+        _rt("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", namespaced=False),
+        _rt("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", namespaced=False),
+        _rt("ClusterPolicy", "nvidia.com/v1", "clusterpolicies", namespaced=False),
+        _rt("Workload", "kueue.x-k8s.io/v1beta1", "workloads"),
+        _rt("LocalQueue", "kueue.x-k8s.io/v1beta1", "localqueues"),
+        _rt("ClusterQueue", "kueue.x-k8s.io/v1beta1", "clusterqueues", namespaced=False),
+        _rt("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups"),
+        _rt("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced=False),
+    )
+}
+
+
+class SourceError(Exception):
+    """Base of every error a cluster source raises. `str(e)` is a one-line user-facing message."""
+
+    permanent: bool = True
+
+
+class NotFoundError(SourceError):
+    """The object (or namespace) does not exist."""
+
+
+class ForbiddenError(SourceError):
+    """The credentials may not read this. Carries what to grant."""
+
+    def __init__(self, *, verb: str, resource: str, namespace: str | None = None) -> None:
+        self.verb, self.resource, self.namespace = verb, resource, namespace
+        where = f" in namespace {namespace}" if namespace else " at cluster scope"
+        super().__init__(
+            f"cannot {verb} {resource}{where}: grant {verb} on {resource}"
+            + (f" in {namespace}" if namespace else "")
+        )
+
+
+class UnavailableError(SourceError):
+    """The cluster could not be reached or answered with a server error. Worth retrying."""
+
+    permanent = False
+
+
+class MalformedSnapshotError(SourceError):
+    """A snapshot file could not be read as Kubernetes objects."""
+
+
+@dataclass
+class NodeUsage:
+    """What non-terminated pods bound to a node request: the scheduler's view of 'used'.
+
+    `requests` maps resource names to integer amounts (cpu in millicores, memory in bytes,
+    extended resources as counts). `pods` names the pods as "namespace/name".
+    """
+
+    requests: dict[str, int] = field(default_factory=dict)
+    pods: list[str] = field(default_factory=list)
+
+
+class ClusterSource(Protocol):
+    """Read-only access to one cluster. Implemented by snapshots and by the live adapter.
+
+    Methods raise `ForbiddenError` for a kind the credentials cannot read and `UnavailableError`
+    when the cluster cannot be reached. Kinds whose API is not installed (no Kueue, no Volcano,
+    no GPU Operator CRD) return empty lists.
+    """
+
+    @property
+    def cluster_name(self) -> str: ...
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None: ...
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]: ...
+
+    def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        """Events whose involvedObject (or regarding) is the named object."""
+        ...
+
+    def node_usage(self) -> Mapping[str, NodeUsage]:
+        """Requests of non-terminated pods, per node name."""
+        ...
+
+
+def key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+class MemorySource:
+    """A ClusterSource over objects held in memory (a snapshot, a test fixture, a cache copy)."""
+
+    def __init__(self, objects: Iterable[Obj], *, cluster_name: str = "snapshot") -> None:
+        self._cluster_name = cluster_name
+        self._by_kind: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in KINDS}
+        for obj in objects:
+            kind = obj.get("kind")
+            if kind in self._by_kind:
+                self._by_kind[kind][key(obj)] = obj
+        self._usage: dict[str, NodeUsage] | None = None
+        self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+
+    @property
+    def cluster_name(self) -> str:
+        return self._cluster_name
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        return self._by_kind.get(kind, {}).get((namespace or "", name))
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        objs = self._by_kind.get(kind, {}).values()
+        if namespace is None:
+            return list(objs)
+        return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
+
+    def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        if self._events is None:
+            self._events = {}
+            for ev in self._by_kind["Event"].values():
+                ref = ev.get("involvedObject") or ev.get("regarding") or {}
+                ev_ns = ref.get("namespace") or (ev.get("metadata") or {}).get("namespace", "")
+                k = (ev_ns, ref.get("kind", ""), ref.get("name", ""))
+                self._events.setdefault(k, []).append(ev)
+        return list(self._events.get((namespace, kind, name), []))
+
+    def node_usage(self) -> Mapping[str, NodeUsage]:
+        if self._usage is None:
+            from triage.kubeobj import pod_requests, pod_terminated
+
+            usage: dict[str, NodeUsage] = {}
+            for pod in self._by_kind["Pod"].values():
+                node = (pod.get("spec") or {}).get("nodeName")
+                if not node or pod_terminated(pod):
+                    continue
+                u = usage.setdefault(node, NodeUsage())
+                for res, amount in pod_requests(pod).items():
+                    u.requests[res] = u.requests.get(res, 0) + amount
+                ns, name = key(pod)
+                u.pods.append(f"{ns}/{name}")
+            self._usage = usage
+        return self._usage
