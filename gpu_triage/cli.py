@@ -1,0 +1,64 @@
+"""`gpu-triage` command line. Subcommands live in `cmd_*` modules that each `register()` a parser.
+
+Every failure a user can cause or meet (bad name, unknown pod, unreachable cluster, bad
+snapshot, database down) ends as one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from gpu_triage.errors import USER_ERRORS
+
+COMMAND_MODULES = (
+    "gpu_triage.cmd_triage",
+    "gpu_triage.cmd_incidents",
+    "gpu_triage.cmd_bot",
+    "gpu_triage.cmd_verify",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-triage",
+        description="Explain why a GPU pod is not running: driver, device plugin, scheduling, quota.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name != module_name:
+                raise
+            continue  # that command family is not part of this build
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
+    try:
+        code: int = args.handler(args)
+        return code
+    except USER_ERRORS as e:
+        print(f"gpu-triage: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gpu-triage: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # last resort: a bug must still not print a traceback to users
+        if args.debug:
+            raise
+        print(f"gpu-triage: internal error: {type(e).__name__}: {e} (rerun with --debug)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
