@@ -56,7 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # last resort: a bug must still not print a traceback to users
         if args.debug:
             raise
-        print(f"gpu-triage: internal error: {type(e).__name__}: {e} (rerun with --debug)", file=sys.stderr)
+        print(
+            f"gpu-triage: internal error: {type(e).__name__}: {e} (rerun with --debug)",
+            file=sys.stderr,
+        )
         return 1
 
 

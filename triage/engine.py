@@ -1,13 +1,29 @@
-"""Entry point of the triage engine (filled in by the engine work)."""
+"""The triage engine: runs the layer checks for one pod and applies the root-cause rule.
+
+Root-cause rule (design brief): the failing layer is the lowest layer that explains why *this*
+pod is not running on the nodes it could otherwise use. Problems on nodes the pod could never
+use are side findings. Object state decides; events add evidence when they still exist.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from triage.config import EngineConfig
-from triage.model import TriageReport
-from triage.playbooks import Playbook
-from triage.source import ClusterSource
+from triage.kubeobj import Event, gpu_requests, labels, name_of, pod_requests, sorted_events
+from triage.model import Layer, TriageReport
+from triage.names import validate_name, validate_namespace
+from triage.nodehealth import NodeHealth, assess_node
+from triage.operator import OperatorView
+from triage.placement import NodeFit, evaluate_node
+from triage.playbooks import Playbook, load_playbook
+from triage.pods import check_scheduled_pod, terminal_headline
+from triage.quota import QuotaInput, run_quota_checks
+from triage.report import assemble
+from triage.scheduling import scheduling_signals
+from triage.signals import Signal, Unknown
+from triage.source import ClusterSource, ForbiddenError, Obj
+from triage.target import Target, resolve
 
 
 def triage(
@@ -25,4 +41,180 @@ def triage(
     pod nor a workload of that name exists (or the namespace does not), and other
     `SourceError`s when the cluster cannot be read at all.
     """
-    raise NotImplementedError
+    validate_namespace(namespace)
+    validate_name(name, what="pod or workload name")
+    config = config or EngineConfig()
+    playbook = playbook or load_playbook()
+    target = resolve(source, namespace=namespace, name=name)
+    return _Run(source=source, config=config, target=target).report(playbook=playbook, now=now)
+
+
+class _Run:
+    def __init__(self, *, source: ClusterSource, config: EngineConfig, target: Target) -> None:
+        self.source, self.config, self.target = source, config, target
+        self.signals: list[Signal] = []
+        self.unknowns: list[Unknown] = []
+        self.notes: list[str] = []
+        self.headline: str | None = None
+        self.fits: list[NodeFit] = []
+
+    # --- reading, with a missing permission turning into an 'unknown' layer ---------------
+
+    def read(self, kind: str, namespace: str | None, *, layer: Layer) -> list[Obj]:
+        try:
+            return self.source.objects(kind, namespace=namespace)
+        except ForbiddenError as e:
+            self.unknowns.append(Unknown(layer, str(e)))
+            return []
+
+    def events(self, kind: str, name: str) -> list[Event]:
+        try:
+            raw = self.source.events_for(namespace=self.target.namespace, kind=kind, name=name)
+        except ForbiddenError as e:
+            note = f"events not read ({e})"
+            if note not in self.notes:
+                self.notes.append(note)
+            return []
+        return sorted_events(raw)
+
+    # --- the run ----------------------------------------------------------------------------
+
+    def report(self, *, playbook: Playbook, now: datetime | None) -> TriageReport:
+        t = self.target
+        pod = t.pod
+        pod_events = self.events("Pod", name_of(pod)) if pod is not None else []
+        workload_events: list[Event] = []
+        if pod is None:
+            for w in t.workloads:
+                workload_events.extend(self.events(str(w.get("kind")), name_of(w)))
+        subject = t.subject
+        phase = ((pod or {}).get("status") or {}).get("phase")
+
+        if pod is not None and phase in ("Succeeded", "Failed") and not self._failed_admission(pod):
+            self.headline = terminal_headline(pod)
+        elif pod is not None and (pod.get("spec") or {}).get("nodeName"):
+            self._scheduled(pod, pod_events)
+        elif subject is not None:
+            self._unscheduled(subject, pod_events, blocking=pod is not None)
+
+        quota = QuotaInput(
+            namespace=t.namespace,
+            pod=pod,
+            template=t.template,
+            workloads=t.workloads,
+            workload_events=workload_events,
+            read=lambda kind, ns: self.source.objects(kind, namespace=ns),
+        )
+        run_quota_checks(quota)
+        self.signals.extend(quota.signals)
+        self.unknowns.extend(quota.unknowns)
+        if pod is None:
+            self._podless_headline()
+        return assemble(
+            source=self.source,
+            target=t,
+            signals=self.signals,
+            unknowns=self.unknowns,
+            notes=self.notes,
+            headline=self.headline,
+            playbook=playbook,
+            config=self.config,
+            node_labels=self._node_labels,
+            now=now,
+        )
+
+    def _failed_admission(self, pod: Obj) -> bool:
+        return (pod.get("status") or {}).get("reason") == "UnexpectedAdmissionError"
+
+    def _operator_view(self) -> OperatorView:
+        ns = self.config.operator_namespace
+        return OperatorView.build(
+            namespace=ns,
+            pods=self.read("Pod", ns, layer=Layer.DRIVER),
+            policies=self.read("ClusterPolicy", None, layer=Layer.DRIVER),
+        )
+
+    def _node_labels(self, node: str) -> dict[str, str]:
+        try:
+            obj = self.source.get("Node", node)
+        except ForbiddenError:
+            return {}
+        return labels(obj) if obj else {}
+
+    def _scheduled(self, pod: Obj, events: list[Event]) -> None:
+        node_name = str((pod.get("spec") or {}).get("nodeName"))
+        try:
+            node = self.source.get("Node", node_name)
+        except ForbiddenError as e:
+            self.unknowns.append(Unknown(Layer.DRIVER, str(e)))
+            node = None
+        health: NodeHealth | None = None
+        if node is not None:
+            health = assess_node(node, self._operator_view())
+        runtime_classes: list[Obj] | None = None
+        if (pod.get("spec") or {}).get("runtimeClassName"):
+            runtime_classes = self.read("RuntimeClass", None, layer=Layer.DRIVER)
+        self.signals.extend(
+            check_scheduled_pod(
+                pod=pod, events=events, health=health, runtime_classes=runtime_classes
+            )
+        )
+        if not any(s.blocking for s in self.signals):
+            self.headline = terminal_headline(pod)
+
+    def _unscheduled(self, pod: Obj, events: list[Event], *, blocking: bool) -> None:
+        requests = pod_requests(pod)
+        nodes = self.read("Node", None, layer=Layer.SCHEDULING)
+        try:
+            usage = self.source.node_usage()
+        except ForbiddenError as e:
+            self.unknowns.append(Unknown(Layer.SCHEDULING, str(e)))
+            usage = {}
+        view = self._operator_view()
+        healths = {name_of(n): assess_node(n, view) for n in nodes}
+        self.fits = [
+            evaluate_node(
+                pod=pod,
+                node=n,
+                health=healths[name_of(n)],
+                requests=requests,
+                usage=usage.get(name_of(n)),
+            )
+            for n in nodes
+        ]
+        signals = scheduling_signals(
+            pod=pod,
+            fits=self.fits,
+            healths=healths,
+            gpu=gpu_requests(pod),
+            events=events,
+            total_nodes=len(nodes),
+        )
+        if not blocking:  # no pod exists yet: admission decides; placement is a look-ahead
+            for s in signals:
+                s.blocking = False
+                s.summary = f"once created: {s.summary}"
+        self.signals.extend(signals)
+
+    def _podless_headline(self) -> None:
+        t = self.target
+        if any(s.blocking for s in self.signals):
+            return
+        top = t.workloads[-1] if t.workloads else {}
+        spec = top.get("spec") or {}
+        if spec.get("replicas") == 0:
+            self.headline = f"{t.kind} {t.name} is scaled to zero replicas: nothing to schedule"
+        elif t.kind == "Job" and _job_done(top):
+            self.headline = f"Job {t.name} has finished: no pods are needed"
+        else:
+            self.headline = (
+                f"{t.kind} {t.name} has no pods and no blocking signal was found; "
+                "check its controller's events"
+            )
+
+
+def _job_done(job: Obj) -> bool:
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )

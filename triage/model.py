@@ -106,6 +106,9 @@ class TriageReport(Frozen):
     remediation: list[str] = Field(default_factory=list)
     verification: list[str] = Field(default_factory=list)
     generated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    notes: list[str] = Field(
+        default_factory=list, description="limits of this triage (unreadable events, stale cache)"
+    )
     data_age_note: str | None = Field(
         default=None, description="set when the data may be stale (old snapshot, lagging cache)"
     )

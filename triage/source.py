@@ -151,7 +151,16 @@ class MemorySource:
         return self._cluster_name
 
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
-        return self._by_kind.get(kind, {}).get((namespace or "", name))
+        found = self._by_kind.get(kind, {}).get((namespace or "", name))
+        # A snapshot taken without namespaces: a namespace exists if anything lives in it.
+        if (
+            found is None
+            and kind == "Namespace"
+            and not self._by_kind["Namespace"]
+            and any(ns == name for objs in self._by_kind.values() for ns, _ in objs)
+        ):
+            return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        return found
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
         objs = self._by_kind.get(kind, {}).values()

@@ -1,0 +1,119 @@
+"""A pod that already has a node: why does it not run there?
+
+Once scheduled, only the two lowest layers can hold a GPU pod: kubelet rejecting it at
+admission because the device plugin cannot allocate (device-plugin), or the container failing
+to start under the NVIDIA runtime (driver). Anything else is not a GPU layer problem.
+"""
+
+from __future__ import annotations
+
+import re
+
+from triage.kubeobj import Event, container_states, name_of, pod_problem
+from triage.model import Layer
+from triage.nodehealth import NodeHealth
+from triage.signals import Signal
+from triage.source import Obj
+
+# Messages the NVIDIA container stack prints when the driver or runtime is broken.
+GPU_RUNTIME_ERROR = re.compile(
+    r"nvidia-container-cli|nvml|driver not loaded|libnvidia|NVIDIA driver|"
+    r"no runtime for \"?nvidia|RuntimeHandler \"?nvidia|nvidia-container-runtime|"
+    r"could not select device driver \"\" with capabilities: \[\[gpu\]\]",
+    re.IGNORECASE,
+)
+START_REASONS = ("Failed", "FailedCreatePodSandBox", "FailedStart", "BackOff")
+
+
+def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:
+    out = []
+    for name, cs in container_states(pod):
+        for state_key in ("state", "lastState"):
+            state = cs.get(state_key) or {}
+            for sub in ("waiting", "terminated"):
+                msg = str((state.get(sub) or {}).get("message") or "")
+                if GPU_RUNTIME_ERROR.search(msg):
+                    reason = (state.get(sub) or {}).get("reason", sub)
+                    out.append(f"container {name} {reason}: {' '.join(msg.split())[:400]}")
+    for ev in events:
+        if ev.reason in START_REASONS and GPU_RUNTIME_ERROR.search(ev.message):
+            out.append(str(ev))
+    return out
+
+
+def check_scheduled_pod(
+    *,
+    pod: Obj,
+    events: list[Event],
+    health: NodeHealth | None,
+    runtime_classes: list[Obj] | None,
+) -> list[Signal]:
+    node = str((pod.get("spec") or {}).get("nodeName"))
+    status = pod.get("status") or {}
+    signals: list[Signal] = []
+    admission = [str(e) for e in events if e.reason == "UnexpectedAdmissionError"]
+    if status.get("reason") == "UnexpectedAdmissionError" or admission:
+        msg = " ".join(str(status.get("message") or "").split())
+        signals.append(
+            Signal(
+                Layer.DEVICE_PLUGIN,
+                "device-plugin.admission-error",
+                f"kubelet on {node} rejected the pod: the device plugin could not allocate its GPUs",
+                evidence=[f"pod status UnexpectedAdmissionError: {msg}"] if msg else admission[:1],
+                nodes=[node],
+            )
+        )
+    rc = (pod.get("spec") or {}).get("runtimeClassName")
+    if rc and runtime_classes is not None and not any(name_of(r) == rc for r in runtime_classes):
+        signals.append(
+            Signal(
+                Layer.DRIVER,
+                "driver.runtimeclass-missing",
+                f"the pod asks for RuntimeClass {rc}, which does not exist",
+                evidence=[
+                    f"pod spec.runtimeClassName: {rc}; cluster RuntimeClasses: "
+                    + (", ".join(sorted(name_of(r) for r in runtime_classes)) or "none")
+                ],
+                nodes=[node],
+            )
+        )
+    errors = _runtime_errors(pod, events)
+    if errors:
+        signals.append(
+            Signal(
+                Layer.DRIVER,
+                "driver.container-start-failed",
+                f"the pod is on node {node} but its container cannot start with the NVIDIA runtime",
+                evidence=errors[:4],
+                nodes=[node],
+            )
+        )
+    if health is not None and not health.driver.ok:
+        stuck = bool(errors) or health.driver.code == "driver.node-not-ready"
+        signals.append(
+            Signal(
+                Layer.DRIVER,
+                health.driver.code,
+                health.driver.text,
+                blocking=stuck or pod_problem(pod) is not None,
+                evidence=[health.driver.text],
+                detail=health.driver.detail,
+                nodes=[node],
+            )
+        )
+    return signals
+
+
+def terminal_headline(pod: Obj) -> str:
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    node = (pod.get("spec") or {}).get("nodeName")
+    name = name_of(pod)
+    if phase == "Succeeded":
+        return f"pod {name} completed successfully: nothing blocks it"
+    problem = pod_problem(pod)
+    if problem is None:
+        return f"pod {name} is running on node {node}: nothing blocks it"
+    if phase == "Failed":
+        return f"pod {name} failed ({problem}); not a GPU layer problem"
+    return f"pod {name} is on node {node} but {problem}; not a GPU layer problem"

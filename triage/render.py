@@ -1,0 +1,66 @@
+"""Plain-text and JSON renderings of a report, for terminals and scripts.
+
+Slack has its own renderer in `bot/`; both read the same TriageReport.
+"""
+
+from __future__ import annotations
+
+import json
+
+from triage.model import Status, TriageReport
+
+_MARK = {
+    Status.FAIL: "FAIL",
+    Status.WARN: "warn",
+    Status.OK: "ok",
+    Status.UNKNOWN: "????",
+    Status.SKIPPED: "skip",
+}
+
+
+def to_json(report: TriageReport) -> str:
+    data = report.model_dump(mode="json")
+    data["fingerprint"] = report.fingerprint
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def to_text(report: TriageReport, *, operator: bool = True) -> str:
+    """A terminal report: verdict first, then each layer's evidence, owner and next steps."""
+    ref = report.pod
+    what = f"{ref.kind.lower()} {ref.namespace}/{ref.name}"
+    if ref.pod and ref.pod != ref.name:
+        what += f" (pod {ref.pod})"
+    lines = [f"{what} on cluster {report.cluster}"]
+    if report.failing_layer is None:
+        lines.append(f"  OK: {report.headline}")
+    else:
+        lines.append(
+            f"  BLOCKED at layer {report.failing_layer.value} ({report.failing_layer.label})"
+        )
+        lines.append(f"  {report.headline}")
+    lines.append("")
+    for f in report.findings:
+        lines.append(f"[{_MARK[f.status]}] {f.layer.value}: {f.summary}")
+        for ev in f.evidence:
+            lines.append(f"       - {ev}")
+        if operator:
+            for d in f.detail:
+                lines.append(f"       · {d}")
+    if report.owner is not None:
+        o = report.owner
+        extra = ", ".join(
+            x for x in (o.channel, f"usergroup {o.usergroup}" if o.usergroup else None) if x
+        )
+        lines += [
+            "",
+            f"Owner: {o.team}" + (f" ({extra})" if extra else "") + f"  [route: {o.source}]",
+        ]
+    if report.remediation:
+        lines += ["", "Next steps:"]
+        lines += [f"  {i}. {step}" for i, step in enumerate(report.remediation, 1)]
+    if report.verification:
+        lines += ["", "Verify with:"]
+        lines += [f"  $ {cmd}" for cmd in report.verification]
+    for note in report.notes + ([report.data_age_note] if report.data_age_note else []):
+        lines.append(f"Note: {note}")
+    return "\n".join(lines)

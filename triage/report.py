@@ -1,0 +1,100 @@
+"""Assembles the TriageReport from signals: one finding per layer, the verdict (the lowest
+blocking layer), the owner route and the playbook's steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from triage.config import EngineConfig
+from triage.kubeobj import gpu_requests, name_of
+from triage.model import LAYER_ORDER, Layer, PodRef, TriageReport
+from triage.playbooks import Playbook
+from triage.signals import Signal, Unknown, build_finding
+from triage.source import ClusterSource, ForbiddenError
+from triage.target import Target
+
+OK_SUMMARY = {
+    Layer.DRIVER: "no driver or runtime problem on the nodes this pod can use",
+    Layer.DEVICE_PLUGIN: "the nodes this pod can use advertise their GPUs",
+    Layer.SCHEDULING: "the pod's placement constraints can be met",
+    Layer.QUOTA: "no quota or queue holds the pod",
+}
+
+
+def assemble(
+    *,
+    source: ClusterSource,
+    target: Target,
+    signals: list[Signal],
+    unknowns: list[Unknown],
+    notes: list[str],
+    headline: str | None,
+    playbook: Playbook,
+    config: EngineConfig,
+    node_labels: Callable[[str], dict[str, str]],
+    now: datetime | None,
+) -> TriageReport:
+    subject = target.subject
+    wants_gpu = bool(gpu_requests(subject)) if subject is not None else False
+    findings = []
+    for layer in LAYER_ORDER:
+        skipped = None
+        if not wants_gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
+            skipped = "the pod requests no NVIDIA resources"
+        findings.append(
+            build_finding(
+                layer,
+                signals,
+                unknowns,
+                ok_summary=OK_SUMMARY[layer],
+                skipped=skipped,
+                limit=config.max_evidence,
+            )
+        )
+    blocking = [s for s in signals if s.blocking]
+    failing = min((s.layer for s in blocking), key=lambda la: la.rank, default=None)
+    pod = target.pod
+    ref = PodRef(
+        namespace=target.namespace,
+        name=target.name,
+        kind=target.kind,
+        pod=name_of(pod) if pod is not None else None,
+        node=(pod.get("spec") or {}).get("nodeName") if pod is not None else None,
+        phase=(pod.get("status") or {}).get("phase") if pod is not None else None,
+    )
+    owner, steps, checks = None, [], []
+    if failing is not None:
+        finding = next(f for f in findings if f.layer == failing)
+        nodes = [n for s in blocking if s.layer == failing for n in s.nodes]
+        try:
+            ns_obj = source.get("Namespace", target.namespace)
+        except ForbiddenError:
+            ns_obj = None
+        owner = playbook.route(
+            failing, namespace=ns_obj, node_labels=[node_labels(n) for n in nodes[:5]]
+        )
+        values = {
+            "namespace": target.namespace,
+            "pod": ref.pod or target.name,
+            "node": nodes[0] if nodes else "<node>",
+            "operator_namespace": config.operator_namespace,
+            "resource": next(iter(gpu_requests(subject or {})), "nvidia.com/gpu"),
+        }
+        steps = playbook.steps(failing, finding.codes, **values)
+        checks = playbook.verification(failing, **values)
+        headline = f"{failing.value}: {finding.summary}"
+    elif headline is None:
+        headline = f"{target.kind} {target.name}: nothing blocks it at any layer"
+    return TriageReport(
+        pod=ref,
+        cluster=source.cluster_name,
+        failing_layer=failing,
+        headline=headline,
+        findings=findings,
+        owner=owner,
+        remediation=steps,
+        verification=checks,
+        generated_at=now or datetime.now(UTC),
+        notes=notes,
+    )

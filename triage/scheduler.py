@@ -1,0 +1,102 @@
+"""Reading what kube-scheduler said: `FailedScheduling` messages and the PodScheduled condition.
+
+The message has the shape "0/9 nodes are available: 3 Insufficient nvidia.com/gpu, 2 node(s)
+had untolerated taint {k: v}. preemption: 0/9 nodes are available: …". We parse it into counts
+per reason so the report can set the scheduler's words beside our own node-by-node evaluation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from triage.kubeobj import Event, condition
+from triage.source import Obj
+
+_HEAD = re.compile(r"^\s*(\d+)/(\d+) nodes are available(?::\s*(.*))?$", re.DOTALL)
+_ITEM_SPLIT = re.compile(r",\s+(?=\d+ )")
+_ITEM = re.compile(r"^(\d+)\s+(.+?)\.?$")
+
+# Reasons from the scheduler's plugins mapped to the category we report them under.
+CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("Insufficient ", "insufficient"),
+    ("Too many pods", "insufficient"),
+    ("untolerated taint", "taint"),
+    ("didn't match Pod's node affinity/selector", "selector"),
+    ("didn't match the requested node name", "node name"),
+    ("were unschedulable", "cordoned"),
+    ("had volume node affinity conflict", "volume"),
+    ("unbound immediate PersistentVolumeClaims", "volume"),
+    ("exceed max volume count", "volume"),
+    ("didn't find available persistent volumes", "volume"),
+    ("didn't match pod anti-affinity rules", "pod affinity"),
+    ("didn't match pod affinity rules", "pod affinity"),
+    ("didn't satisfy existing pods anti-affinity rules", "pod affinity"),
+    ("didn't match pod topology spread constraints", "topology spread"),
+    ("didn't have free ports", "ports"),
+    ("cannot allocate all claims", "resource claims"),
+    ("DynamicResources", "resource claims"),
+    ("resourceclaim", "resource claims"),
+    ("Preemption is not helpful", "preemption"),
+    ("No preemption victims", "preemption"),
+)
+
+
+def category(reason: str) -> str:
+    for needle, cat in CATEGORIES:
+        if needle.lower() in reason.lower():
+            return cat
+    return "other"
+
+
+@dataclass
+class SchedulerMessage:
+    available: int
+    total: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    preemption: dict[str, int] = field(default_factory=dict)
+    raw: str = ""
+
+    def categories(self) -> set[str]:
+        return {category(r) for r in self.reasons}
+
+
+def _items(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    text = text.strip().rstrip(".")
+    for part in _ITEM_SPLIT.split(text):
+        m = _ITEM.match(part.strip())
+        if m:
+            out[m.group(2).strip()] = out.get(m.group(2).strip(), 0) + int(m.group(1))
+        elif part.strip():
+            out[part.strip()] = out.get(part.strip(), 0) + 1
+    return out
+
+
+def parse(message: str) -> SchedulerMessage | None:
+    """Parse a FailedScheduling message; None if it does not have the scheduler's shape."""
+    text = " ".join(message.split())
+    main, _, preempt = text.partition(" preemption: ")
+    m = _HEAD.match(main)
+    if not m:
+        return None
+    parsed = SchedulerMessage(available=int(m.group(1)), total=int(m.group(2)), raw=text)
+    parsed.reasons = _items(m.group(3) or "")
+    if preempt:
+        pm = _HEAD.match(preempt)
+        parsed.preemption = _items(pm.group(3) or "") if pm else _items(preempt)
+    return parsed
+
+
+def latest_failed_scheduling(pod: Obj, events: list[Event]) -> tuple[str, str] | None:
+    """(message, where it came from), from the newest event or else the PodScheduled condition."""
+    for ev in events:
+        if ev.reason == "FailedScheduling" and ev.message:
+            times = f", seen {ev.count} times" if ev.count > 1 else ""
+            return ev.message, f"event FailedScheduling{times}"
+    cond = condition(pod, "PodScheduled")
+    if cond and cond.get("status") == "False" and cond.get("message"):
+        return str(
+            cond["message"]
+        ), f"PodScheduled condition ({cond.get('reason', 'Unschedulable')})"
+    return None

@@ -1,0 +1,193 @@
+"""Turns the node-by-node evaluation into layer signals: the heart of the root-cause rule.
+
+- Nodes the pod could never use (selector, taint, no GPU, too small) explain nothing about
+  lower layers: their driver or plugin problems become side findings.
+- If some node the pod could use is usable right now, no lower layer blocks the pod either.
+- Otherwise each usable-in-principle node is blocked at its lowest layer, and every such layer
+  is reported as failing; the verdict is the lowest of them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from triage.kubeobj import Event
+from triage.model import Layer
+from triage.nodehealth import NodeHealth
+from triage.placement import NodeFit
+from triage.scheduler import latest_failed_scheduling, parse
+from triage.signals import Signal
+from triage.source import Obj
+
+_SUMMARY = {
+    "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
+    "driver.pod-missing": "{n} of {c} node(s) the pod can use have no NVIDIA driver pod",
+    "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their GPUs: the NVIDIA driver pod is failing",
+    "driver.toolkit-failing": "{n} of {c} node(s) the pod can use have a failing NVIDIA container toolkit",
+    "driver.validation-failed": "{n} of {c} node(s) the pod can use fail the operator's driver validation",
+    "device-plugin.no-gpu-resource": "{n} of {c} node(s) the pod can use advertise no GPUs to kubelet (device plugin)",
+    "device-plugin.pod-failing": "{n} of {c} node(s) the pod can use have a failing device plugin",
+    "device-plugin.mig-only": "{n} of {c} node(s) the pod can use expose only MIG slices, but the pod asks for whole GPUs",
+    "device-plugin.mig-profile-missing": "{n} of {c} node(s) the pod can use are not partitioned into the MIG profile the pod asks for",
+    "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost GPUs to unhealthy devices (allocatable < capacity)",
+    "scheduling.cordoned": "{n} of {c} node(s) the pod can use are cordoned",
+    "scheduling.insufficient": "{n} of {c} node(s) the pod can use are short of free resources",
+}  # fmt: skip
+
+_EXCLUSION_CODE = {
+    "selector mismatch": "scheduling.selector-mismatch",
+    "too small": "scheduling.request-too-large",
+    "no GPU": "scheduling.no-gpu-nodes",
+}
+
+
+def _exclusion_summary(fits: list[NodeFit], total: int) -> str:
+    counts = Counter(f.exclusion for f in fits if f.exclusion)
+    parts = [f"{n} {cat}" for cat, n in counts.most_common()]
+    return f"0/{total} nodes can take the pod: " + ", ".join(parts)
+
+
+def scheduling_signals(
+    *,
+    pod: Obj,
+    fits: list[NodeFit],
+    healths: dict[str, NodeHealth],
+    gpu: dict[str, int],
+    events: list[Event],
+    total_nodes: int,
+) -> list[Signal]:
+    signals: list[Signal] = []
+    candidates = [f for f in fits if f.candidate]
+    usable = [f for f in candidates if f.usable]
+    blocked_now = not usable
+
+    sched = latest_failed_scheduling(pod, events)
+    sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
+
+    # 1. Candidates blocked at some layer: one signal per (layer, code), with per-node evidence.
+    by_code: dict[str, list[NodeFit]] = defaultdict(list)
+    for f in candidates:
+        if f.layer is not None:
+            by_code[f.code].append(f)
+    for code, group in sorted(
+        by_code.items(), key=lambda kv: (kv[1][0].layer.rank if kv[1][0].layer else 9, kv[0])
+    ):
+        layer = group[0].layer
+        assert layer is not None
+        template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
+        summary = template.format(n=len(group), c=len(candidates))
+        if not blocked_now:
+            summary += f" (but {len(usable)} other node(s) can take it)"
+        evidence = [f.text for f in group]
+        if layer == Layer.DRIVER and any(f.gfd_labels_missing for f in group):
+            evidence.append(
+                "GPU feature labels are missing on these nodes because the driver is down"
+            )
+        signals.append(
+            Signal(
+                layer,
+                code,
+                summary,
+                blocking=blocked_now,
+                evidence=evidence,
+                detail=[d for f in group for d in f.detail],
+                nodes=[f.node for f in group],
+            )
+        )
+
+    # 2. Nodes the pod could never use: their lower-layer problems are side findings.
+    for f in fits:
+        if f.candidate:
+            continue
+        h = healths.get(f.node)
+        if h is None or not h.gpu_node:
+            continue
+        for layer, verdict in ((Layer.DRIVER, h.driver), (Layer.DEVICE_PLUGIN, h.plugin)):
+            if not verdict.ok:
+                signals.append(
+                    Signal(
+                        layer,
+                        verdict.code,
+                        f"{verdict.text} (this pod cannot use that node anyway: {f.exclusion})",
+                        blocking=False,
+                        detail=verdict.detail,
+                        nodes=[f.node],
+                    )
+                )
+                break
+
+    # 3. No candidate at all: a scheduling constraint excludes every node.
+    if not candidates:
+        counts = Counter(f.exclusion for f in fits if f.exclusion)
+        gpu_nodes = [f for f in fits if healths.get(f.node) and healths[f.node].gpu_node]
+        gpu_counts = Counter(f.exclusion for f in gpu_nodes)
+        if not fits or (gpu and not gpu_nodes):
+            code = "scheduling.no-gpu-nodes"
+        else:
+            top = (gpu_counts or counts).most_common(1)[0][0] or ""
+            code = _EXCLUSION_CODE.get(
+                top,
+                "scheduling.untolerated-taint"
+                if top.startswith("untolerated")
+                else "scheduling.selector-mismatch",
+            )
+        evidence = [_exclusion_summary(fits, total_nodes)]
+        by_cat: dict[str, list[NodeFit]] = defaultdict(list)
+        for f in gpu_nodes or fits:
+            by_cat[f.exclusion or ""].append(f)
+        for group in by_cat.values():
+            evidence.extend(g.exclusion_text for g in group[:3])
+            if len(group) > 3:
+                evidence.append(f"… {len(group) - 3} more node(s) with the same reason")
+        if sched_line:
+            evidence.insert(0, sched_line)
+        signals.append(
+            Signal(Layer.SCHEDULING, code, _no_candidate_summary(code, gpu), evidence=evidence)
+        )
+        return signals
+
+    # 4. Usable nodes exist: say so, and trust the scheduler when it still says no.
+    gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
+    other_gates = [g for g in gates if g != "kueue.x-k8s.io/admission"]
+    if usable and other_gates:
+        signals.append(
+            Signal(
+                Layer.SCHEDULING,
+                "scheduling.gated",
+                f"the pod has scheduling gates {', '.join(map(str, other_gates))}: the scheduler ignores it until they are removed",
+            )
+        )
+    elif usable and sched is not None and not gates:
+        parsed = parse(sched[0])
+        unmodelled = sorted(
+            (parsed.categories() if parsed else {"other"})
+            - {"insufficient", "selector", "taint", "cordoned", "preemption"}
+        )
+        why = (
+            f"a constraint this triage does not evaluate applies ({', '.join(unmodelled)})"
+            if unmodelled
+            else "the scheduler's view may be newer than this data (pods just started or finished)"
+        )
+        signals.append(
+            Signal(
+                Layer.SCHEDULING,
+                "scheduling.scheduler-reported",
+                f"the scheduler cannot place the pod although {len(usable)} node(s) look usable: {why}",
+                evidence=[sched_line or ""],
+            )
+        )
+    if sched_line and blocked_now:
+        lowest = min((s for s in signals if s.blocking), key=lambda s: s.layer.rank, default=None)
+        if lowest is not None:
+            lowest.evidence.insert(0, sched_line)
+    return signals
+
+
+def _no_candidate_summary(code: str, gpu: dict[str, int]) -> str:
+    want = ", ".join(f"{v} {k}" for k, v in gpu.items()) or "the pod's requests"
+    return {
+        "scheduling.selector-mismatch": f"no GPU node matches the pod's nodeSelector/affinity (pod requests {want})",
+        "scheduling.untolerated-taint": "every GPU node the pod could use carries a taint the pod does not tolerate",
+        "scheduling.request-too-large": f"the pod requests more than any single node offers ({want})",
+        "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod (pod requests {want})",
+    }.get(code, "no node satisfies the pod's placement constraints")

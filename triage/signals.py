@@ -1,0 +1,92 @@
+"""Signals: what each small check reports, before the root-cause rule turns them into findings.
+
+A signal belongs to one layer, is blocking or a side note, and carries evidence split by
+audience: `evidence` may be shown to the pod's tenant, `detail` only to operators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triage.model import Finding, Layer, Status
+
+
+@dataclass
+class Signal:
+    layer: Layer
+    code: str
+    summary: str
+    blocking: bool = True
+    evidence: list[str] = field(default_factory=list)
+    detail: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Unknown:
+    """A layer we could not inspect, and why (usually a permission to grant)."""
+
+    layer: Layer
+    reason: str
+
+
+def _clip(lines: list[str], limit: int) -> list[str]:
+    seen: list[str] = []
+    for line in lines:
+        if line not in seen:
+            seen.append(line)
+    if len(seen) <= limit:
+        return seen
+    return [*seen[: limit - 1], f"… and {len(seen) - limit + 1} more"]
+
+
+def build_finding(
+    layer: Layer,
+    signals: list[Signal],
+    unknowns: list[Unknown],
+    *,
+    ok_summary: str,
+    skipped: str | None = None,
+    limit: int = 12,
+) -> Finding:
+    """One finding per layer: fail if any blocking signal, else unknown, warn, ok or skipped."""
+    mine = [s for s in signals if s.layer == layer]
+    blocking = [s for s in mine if s.blocking]
+    side = [s for s in mine if not s.blocking]
+    unknown = [u.reason for u in unknowns if u.layer == layer]
+    if blocking:
+        status = Status.FAIL
+        summary = blocking[0].summary
+        if len(blocking) > 1:
+            summary += f" (and {len(blocking) - 1} more blocking signal(s))"
+    elif unknown:
+        status, summary = Status.UNKNOWN, f"could not check: {unknown[0]}"
+    elif side:
+        status, summary = Status.WARN, side[0].summary
+    elif skipped:
+        status, summary = Status.SKIPPED, skipped
+    else:
+        status, summary = Status.OK, ok_summary
+    evidence: list[str] = []
+    detail: list[str] = []
+    for s in blocking:
+        evidence.extend(s.evidence)
+        detail.extend(s.detail)
+    if blocking:
+        evidence.extend(f"could not check: {u}" for u in unknown)
+    for s in side:
+        prefix = (
+            "side finding (does not block this pod): " if blocking or status == Status.WARN else ""
+        )
+        evidence.append(prefix + s.summary)
+        evidence.extend(s.evidence)
+        detail.extend(s.detail)
+    codes = [s.code for s in blocking] if blocking else [s.code for s in side]
+    return Finding(
+        layer=layer,
+        status=status,
+        summary=summary,
+        evidence=_clip(evidence, limit),
+        detail=_clip(detail, limit),
+        codes=sorted(set(codes)),
+    )

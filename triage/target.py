@@ -1,0 +1,121 @@
+"""Resolving what the user named: a pod, or a Job/Deployment/StatefulSet/ReplicaSet and its pods.
+
+When no pod has the name, the workload's pods are found through ownerReferences; when the
+workload created none, its pod template stands in for the pod (quota is checked against it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triage.kubeobj import meta, name_of, owner, pod_problem
+from triage.names import validate_name, validate_namespace
+from triage.source import ClusterSource, ForbiddenError, NotFoundError, Obj
+
+WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "ReplicaSet")
+_PARENT = {"ReplicaSet": "Deployment"}
+
+
+@dataclass
+class Target:
+    namespace: str
+    name: str
+    kind: str
+    pod: Obj | None
+    pods: list[Obj] = field(default_factory=list)
+    workloads: list[Obj] = field(default_factory=list)  # owner chain, outermost first
+    template: Obj | None = None
+
+    @property
+    def subject(self) -> Obj | None:
+        """The pod-shaped object the layers judge: the pod, else the workload's template."""
+        return self.pod or self.template
+
+
+def _owned_by(obj: Obj, kind: str, name: str) -> bool:
+    return any(
+        r.get("kind") == kind and r.get("name") == name
+        for r in meta(obj).get("ownerReferences") or []
+    )
+
+
+def _owner_chain(source: ClusterSource, namespace: str, obj: Obj) -> list[Obj]:
+    chain: list[Obj] = []
+    current = obj
+    for _ in range(3):
+        ref = owner(current)
+        if ref is None or ref[0] not in WORKLOAD_KINDS:
+            break
+        try:
+            parent = source.get(ref[0], ref[1], namespace=namespace)
+        except ForbiddenError:
+            break
+        if parent is None:
+            break
+        chain.insert(0, parent)
+        current = parent
+    return chain
+
+
+def _template(workload: Obj) -> Obj:
+    tpl = (workload.get("spec") or {}).get("template") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name_of(workload)}-<new>",
+            "namespace": meta(workload).get("namespace"),
+            "labels": (tpl.get("metadata") or {}).get("labels") or {},
+            "annotations": (tpl.get("metadata") or {}).get("annotations") or {},
+        },
+        "spec": tpl.get("spec") or {},
+        "status": {"phase": "Pending"},
+    }
+
+
+def _pick(pods: list[Obj]) -> Obj | None:
+    """The pod most worth explaining: a stuck one before a running one, oldest first."""
+    if not pods:
+        return None
+    stuck = [p for p in pods if pod_problem(p) is not None]
+    pool = stuck or pods
+    return sorted(pool, key=lambda p: str(meta(p).get("creationTimestamp", "")))[0]
+
+
+def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
+    validate_namespace(namespace)
+    validate_name(name, what="pod or workload name")
+    pod = source.get("Pod", name, namespace=namespace)
+    if pod is not None:
+        return Target(namespace, name, "Pod", pod, [pod], _owner_chain(source, namespace, pod))
+    for kind in WORKLOAD_KINDS:
+        try:
+            workload = source.get(kind, name, namespace=namespace)
+        except ForbiddenError:
+            continue
+        if workload is None:
+            continue
+        chain = [*_owner_chain(source, namespace, workload), workload]
+        owners = {(kind, name)}
+        if kind == "Deployment":
+            owners |= {
+                ("ReplicaSet", name_of(rs))
+                for rs in source.objects("ReplicaSet", namespace=namespace)
+                if _owned_by(rs, "Deployment", name)
+            }
+        pods = [
+            p
+            for p in source.objects("Pod", namespace=namespace)
+            if any(_owned_by(p, k, n) for k, n in owners)
+        ]
+        picked = _pick(pods)
+        if picked is not None:
+            chain = _owner_chain(source, namespace, picked) or chain
+        return Target(namespace, name, kind, picked, pods, chain, _template(workload))
+    try:
+        ns_obj = source.get("Namespace", namespace)
+    except ForbiddenError:
+        ns_obj = {}
+    if ns_obj is None:
+        raise NotFoundError(f"namespace {namespace} not found")
+    raise NotFoundError(f"no pod or workload named {name} in namespace {namespace}")
