@@ -49,11 +49,26 @@ def node(
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
         "spec": {"unschedulable": cordoned, "taints": list(taints or [])}
-        | ({} if not cordoned else {"taints": [*(taints or []), {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}),
+        | (
+            {}
+            if not cordoned
+            else {
+                "taints": [
+                    *(taints or []),
+                    {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+                ]
+            }
+        ),
         "status": {
             "capacity": capacity,
             "allocatable": alloc,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown", "reason": "KubeletReady" if ready else "NodeStatusUnknown"}],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "Unknown",
+                    "reason": "KubeletReady" if ready else "NodeStatusUnknown",
+                }
+            ],
         },
     }
 
@@ -77,13 +92,28 @@ def pod(
 ) -> Obj:
     limits = {resource: str(gpus)} if gpus else {}
     spec: Obj = {
-        "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "resources": {"limits": limits, "requests": {"cpu": cpu, "memory": "16Gi"} | limits}}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                "resources": {
+                    "limits": limits,
+                    "requests": {"cpu": cpu, "memory": "16Gi"} | limits,
+                },
+            }
+        ],
         "nodeSelector": selector if selector is not None else {"nvidia.com/gpu.product": A100},
         "tolerations": tolerations or [],
     } | (extra_spec or {})
     if node_name:
         spec["nodeName"] = node_name
-    meta: Obj = {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}, "creationTimestamp": "2026-12-02T13:00:00Z"}
+    meta: Obj = {
+        "name": name,
+        "namespace": ns,
+        "labels": labels or {},
+        "annotations": annotations or {},
+        "creationTimestamp": "2026-12-02T13:00:00Z",
+    }
     if owner:
         meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "controller": True}]
     st: Obj = {"phase": phase}
@@ -94,14 +124,39 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": st}
 
 
-def operator_pods(node_name: str, *, driver: str = "ok", plugin: str = "ok", toolkit: str = "ok") -> list[Obj]:
+def operator_pods(
+    node_name: str, *, driver: str = "ok", plugin: str = "ok", toolkit: str = "ok"
+) -> list[Obj]:
     def op(app: str, state: str) -> Obj:
-        p = pod(f"{app}-{node_name}", ns=OPNS, gpus=0, node_name=node_name, phase="Running", selector={}, labels={"app": app})
+        p = pod(
+            f"{app}-{node_name}",
+            ns=OPNS,
+            gpus=0,
+            node_name=node_name,
+            phase="Running",
+            selector={},
+            labels={"app": app},
+        )
         if state == "crash":
             p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
             p["status"]["containerStatuses"] = [
-                {"name": app, "ready": False, "restartCount": 12, "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}},
-                 "lastState": {"terminated": {"exitCode": 1, "message": "Could not resolve Linux kernel version"}}}
+                {
+                    "name": app,
+                    "ready": False,
+                    "restartCount": 12,
+                    "state": {
+                        "waiting": {
+                            "reason": "CrashLoopBackOff",
+                            "message": "back-off 5m0s restarting failed container",
+                        }
+                    },
+                    "lastState": {
+                        "terminated": {
+                            "exitCode": 1,
+                            "message": "Could not resolve Linux kernel version",
+                        }
+                    },
+                }
             ]
         return p
 
@@ -117,7 +172,9 @@ def namespace(name: str, *, team: str | None = None) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
-def event(*, kind: str, name: str, reason: str, message: str, ns: str = "team-a", count: int = 1) -> Obj:
+def event(
+    *, kind: str, name: str, reason: str, message: str, ns: str = "team-a", count: int = 1
+) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Event",

@@ -62,7 +62,11 @@ def test_sidecar_init_containers_add_to_the_pod() -> None:
         "spec": {
             "containers": [_container(requests={"cpu": "1"})],
             "initContainers": [
-                {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}
+                {
+                    "name": "proxy",
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "500m"}},
+                }
             ],
         }
     }
@@ -74,17 +78,31 @@ def test_tolerations() -> None:
     assert tolerates([{"key": "nvidia.com/gpu", "operator": "Exists"}], taint)
     assert tolerates([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}], taint)
     assert not tolerates([{"key": "nvidia.com/gpu", "value": "absent"}], taint)
-    assert not tolerates([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}], taint)
+    assert not tolerates(
+        [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}], taint
+    )
     assert tolerates([{"operator": "Exists"}], taint)
 
 
 def test_untolerated_taints_ignore_prefer_no_schedule() -> None:
-    node = {"spec": {"taints": [{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "NoSchedule"}]}}
+    node = {
+        "spec": {
+            "taints": [
+                {"key": "a", "effect": "PreferNoSchedule"},
+                {"key": "b", "effect": "NoSchedule"},
+            ]
+        }
+    }
     assert [t["key"] for t in untolerated_taints({"spec": {}}, node)] == ["b"]
 
 
 def test_selector_and_affinity() -> None:
-    node = {"metadata": {"name": "n1", "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"}}}
+    node = {
+        "metadata": {
+            "name": "n1",
+            "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"},
+        }
+    }
     pod = {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}}
     assert selector_mismatch(pod, node) == [
         "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (node has NVIDIA-A100-SXM4-80GB)"
@@ -100,7 +118,9 @@ def test_selector_and_affinity() -> None:
         }
     }
     assert selector_mismatch({"spec": {"affinity": affinity}}, node) == []  # terms are ORed
-    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].pop()
+    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ].pop()
     assert selector_mismatch({"spec": {"affinity": affinity}}, node) == ["required node affinity"]
 
 
