@@ -20,7 +20,7 @@ from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
 from triage.quota import QuotaInput, run_quota_checks
 from triage.report import assemble
-from triage.scheduling import scheduling_signals
+from triage.scheduling import placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
 from triage.source import ClusterSource, ForbiddenError, Obj
 from triage.target import Target, resolve
@@ -57,6 +57,7 @@ class _Run:
         self.notes: list[str] = []
         self.headline: str | None = None
         self.fits: list[NodeFit] = []
+        self.ok_summaries: dict[Layer, str] = {}
 
     # --- reading, with a missing permission turning into an 'unknown' layer ---------------
 
@@ -106,6 +107,12 @@ class _Run:
             read=lambda kind, ns: self.source.objects(kind, namespace=ns),
         )
         run_quota_checks(quota)
+        if any(s.blocking for s in quota.signals):
+            # A queue holding the pod explains the scheduler's refusal (Volcano reports its
+            # queue decisions as FailedScheduling): that message is evidence, not a cause.
+            for s in self.signals:
+                if s.code == "scheduling.scheduler-reported":
+                    s.blocking = False
         self.signals.extend(quota.signals)
         self.unknowns.extend(quota.unknowns)
         if pod is None:
@@ -120,6 +127,7 @@ class _Run:
             playbook=playbook,
             config=self.config,
             node_labels=self._node_labels,
+            ok_summaries=self.ok_summaries,
             now=now,
         )
 
@@ -190,6 +198,9 @@ class _Run:
             events=events,
             total_nodes=len(nodes),
         )
+        summary = placement_summary(self.fits)
+        if summary:
+            self.ok_summaries[Layer.SCHEDULING] = summary
         if not blocking:  # no pod exists yet: admission decides; placement is a look-ahead
             for s in signals:
                 s.blocking = False

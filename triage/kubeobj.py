@@ -320,16 +320,24 @@ def container_states(pod: Obj) -> list[tuple[str, Obj]]:
     return out
 
 
-def pod_problem(pod: Obj) -> str | None:
-    """One line describing why a pod is not healthy, or None if it is running and ready."""
+def pod_problem(pod: Obj, *, messages: bool = True) -> str | None:
+    """One line describing why a pod is not healthy, or None if it is running and ready.
+
+    `messages=False` leaves out kubelet's free-text messages (which embed pod uids and
+    back-off timers) and keeps the reasons and restart counts.
+    """
     status = pod.get("status") or {}
     phase = status.get("phase")
     for name, cs in container_states(pod):
         state = cs.get("state") or {}
         waiting = state.get("waiting")
         if waiting and waiting.get("reason") not in (None, "PodInitializing"):
-            msg = waiting.get("message") or ""
-            return f"container {name} {waiting.get('reason')}" + (f": {msg}" if msg else "")
+            msg = waiting.get("message") if messages else None
+            restarts = cs.get("restartCount") or 0
+            counted = f" ({restarts} restarts)" if restarts and not messages else ""
+            return f"container {name} {waiting.get('reason')}{counted}" + (
+                f": {msg}" if msg else ""
+            )
         term = state.get("terminated")
         if term and term.get("exitCode", 0) != 0 and phase != "Succeeded":
             why = term.get("reason") or "Error"

@@ -140,7 +140,7 @@ def component_state(view: OperatorView, node: str, component: str) -> ComponentS
         problem = pod_problem(pod)
         ref = f"{ns_of(pod)}/{name_of(pod)}"
         if problem:
-            problems.append(problem)
+            problems.append(pod_problem(pod, messages=False) or problem)
             detail.append(f"pod {ref} on {node}: {problem}")
             last = _last_termination(pod)
             if last:

@@ -27,6 +27,15 @@ from triage.model import Layer
 from triage.nodehealth import NodeHealth, expected_gpu_count
 from triage.source import NodeUsage, Obj
 
+# Pods of these namespaces are infrastructure, not the tenants competing for a node.
+SYSTEM_NAMESPACES = (
+    "kube-system/",
+    "gpu-operator/",
+    "kube-flannel/",
+    "calico-system/",
+    "monitoring/",
+)
+
 # Taints that reflect node health or cordoning: judged as such, not as a pod/taint mismatch.
 HEALTH_TAINTS = (
     "node.kubernetes.io/not-ready",

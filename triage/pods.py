@@ -69,7 +69,7 @@ def check_scheduled_pod(
             Signal(
                 Layer.DRIVER,
                 "driver.runtimeclass-missing",
-                f"the pod asks for RuntimeClass {rc}, which does not exist",
+                f"the pod on node {node} asks for RuntimeClass {rc}, which does not exist",
                 evidence=[
                     f"pod spec.runtimeClassName: {rc}; cluster RuntimeClasses: "
                     + (", ".join(sorted(name_of(r) for r in runtime_classes)) or "none")

@@ -33,6 +33,7 @@ def assemble(
     playbook: Playbook,
     config: EngineConfig,
     node_labels: Callable[[str], dict[str, str]],
+    ok_summaries: dict[Layer, str],
     now: datetime | None,
 ) -> TriageReport:
     subject = target.subject
@@ -47,7 +48,7 @@ def assemble(
                 layer,
                 signals,
                 unknowns,
-                ok_summary=OK_SUMMARY[layer],
+                ok_summary=ok_summaries.get(layer, OK_SUMMARY[layer]),
                 skipped=skipped,
                 limit=config.max_evidence,
             )

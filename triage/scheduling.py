@@ -67,7 +67,8 @@ def scheduling_signals(
     # 1. Candidates blocked at some layer: one signal per (layer, code), with per-node evidence.
     by_code: dict[str, list[NodeFit]] = defaultdict(list)
     for f in candidates:
-        if f.layer is not None:
+        # With a node free now, other candidates being full or cordoned explains nothing.
+        if f.layer is not None and (blocked_now or f.layer != Layer.SCHEDULING):
             by_code[f.code].append(f)
     for code, group in sorted(
         by_code.items(), key=lambda kv: (kv[1][0].layer.rank if kv[1][0].layer else 9, kv[0])
@@ -181,6 +182,16 @@ def scheduling_signals(
         if lowest is not None:
             lowest.evidence.insert(0, sched_line)
     return signals
+
+
+def placement_summary(fits: list[NodeFit]) -> str | None:
+    """The scheduling layer's 'ok' line when some node can take the pod now."""
+    candidates = [f for f in fits if f.candidate]
+    usable = [f for f in candidates if f.usable]
+    if not usable:
+        return None
+    names = ", ".join(f.node for f in usable[:3]) + (" …" if len(usable) > 3 else "")
+    return f"{len(usable)} of {len(candidates)} node(s) matching the pod can take it now ({names})"
 
 
 def _no_candidate_summary(code: str, gpu: dict[str, int]) -> str:

@@ -74,11 +74,11 @@ def build_finding(
         detail.extend(s.detail)
     if blocking:
         evidence.extend(f"could not check: {u}" for u in unknown)
-    for s in side:
-        prefix = (
-            "side finding (does not block this pod): " if blocking or status == Status.WARN else ""
-        )
-        evidence.append(prefix + s.summary)
+    for i, s in enumerate(side):
+        if blocking:
+            evidence.append(f"side finding (does not block this pod): {s.summary}")
+        elif i > 0:
+            evidence.append(s.summary)  # the first one is already the finding's summary
         evidence.extend(s.evidence)
         detail.extend(s.detail)
     codes = [s.code for s in blocking] if blocking else [s.code for s in side]

@@ -1,0 +1,153 @@
+"""Preflight: the cluster-wide baseline a platform team records before (or after) installing
+the GPU Operator.
+
+It is the node-admission checklist at cluster scale: which nodes are GPU nodes and what keeps
+CPU work off them (taints, node-pool labels), which container runtimes they run, how drivers
+get there, whether the operator's namespace and ClusterPolicy exist. The permissions the bot
+holds are checked by the live adapter (`kube.access`) and attached here, since a snapshot
+cannot answer that question.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import Field
+
+from triage.config import EngineConfig
+from triage.kubeobj import labels, name_of, taint_str
+from triage.model import Frozen
+from triage.nodechecks import Cluster, driver_strategy, separation
+from triage.operator import is_gpu_node
+from triage.playbooks import Playbook, load_playbook
+from triage.source import ClusterSource, ForbiddenError
+
+
+class GpuNode(Frozen):
+    name: str
+    product: str | None = None
+    count: str | None = None
+    runtime: str | None = None
+    driver_strategy: str
+    taints: list[str] = Field(default_factory=list)
+    separated_by: list[str] = Field(default_factory=list)
+
+
+class OperatorState(Frozen):
+    namespace: str
+    namespace_exists: bool | None = Field(description="None when namespaces cannot be read")
+    installed: bool = Field(description="operator pods or a ClusterPolicy were found")
+    cluster_policy_state: str | None = None
+    runtime_class: str = "nvidia"
+    runtime_class_exists: bool | None = None
+
+
+class Preflight(Frozen):
+    """The baseline. `problems` fail the preflight; `warnings` deserve a look."""
+
+    cluster: str
+    gpu_nodes: list[GpuNode]
+    cpu_nodes: int
+    runtime_versions: dict[str, int] = Field(description="containerRuntimeVersion -> GPU nodes")
+    operator: OperatorState
+    missing_permissions: list[str] | None = Field(
+        default=None, description="None when not checked (snapshots cannot tell)"
+    )
+    problems: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    def with_permissions(self, missing: list[str]) -> Preflight:
+        problems = [p for p in self.problems if not p.startswith("missing permission")]
+        problems += [f"missing permission: {m}" for m in missing]
+        return self.model_copy(update={"missing_permissions": missing, "problems": problems})
+
+
+def preflight(
+    source: ClusterSource,
+    *,
+    config: EngineConfig | None = None,
+    playbook: Playbook | None = None,
+) -> Preflight:
+    """Read nodes, the operator namespace, ClusterPolicy and RuntimeClasses; judge the baseline."""
+    config = config or EngineConfig()
+    playbook = playbook or load_playbook()
+    nodes = source.objects("Node")
+    cluster = Cluster(source, config=config, playbook=playbook)
+    gpu: list[GpuNode] = []
+    for node in sorted((n for n in nodes if is_gpu_node(n)), key=name_of):
+        lab = labels(node)
+        info = (node.get("status") or {}).get("nodeInfo") or {}
+        gpu.append(
+            GpuNode(
+                name=name_of(node),
+                product=lab.get("nvidia.com/gpu.product"),
+                count=lab.get("nvidia.com/gpu.count"),
+                runtime=info.get("containerRuntimeVersion"),
+                driver_strategy=driver_strategy(node, cluster.view),
+                taints=[taint_str(t) for t in (node.get("spec") or {}).get("taints") or []],
+                separated_by=separation(node, pool_labels=playbook.node_pools.labels),
+            )
+        )
+    runtimes = Counter(g.runtime or "unknown" for g in gpu)
+    op = _operator_state(source, cluster)
+    problems: list[str] = []
+    warnings = [f"not readable: {u}" for u in cluster.unreadable]
+    if not gpu:
+        problems.append("no GPU nodes found (no nvidia.com/gpu.present or PCI vendor 10de label)")
+    loose = [g.name for g in gpu if not g.separated_by]
+    if loose:
+        warnings.append(
+            f"{len(loose)} GPU node(s) have no taint or node-pool label keeping CPU work off: "
+            + ", ".join(loose[:10])
+            + (" …" if len(loose) > 10 else "")
+        )
+    if len(runtimes) > 1:
+        warnings.append(
+            "GPU nodes run different container runtime versions: "
+            + ", ".join(f"{v} ({n})" for v, n in sorted(runtimes.items()))
+        )
+    strategies = Counter(g.driver_strategy.split(" ")[0] for g in gpu)
+    if len(strategies) > 1:
+        warnings.append(
+            "mixed driver strategy: "
+            + ", ".join(f"{s} on {n} node(s)" for s, n in sorted(strategies.items()))
+        )
+    if op.installed and op.runtime_class_exists is False:
+        problems.append(
+            f"RuntimeClass {op.runtime_class} does not exist although the operator is installed"
+        )
+    if not op.installed and op.namespace_exists:
+        warnings.append(
+            f"namespace {op.namespace} exists but no GPU Operator pods or ClusterPolicy were found"
+        )
+    return Preflight(
+        cluster=source.cluster_name,
+        gpu_nodes=gpu,
+        cpu_nodes=len(nodes) - len(gpu),
+        runtime_versions=dict(sorted(runtimes.items())),
+        operator=op,
+        problems=problems,
+        warnings=warnings,
+    )
+
+
+def _operator_state(source: ClusterSource, cluster: Cluster) -> OperatorState:
+    ns = cluster.view.namespace
+    try:
+        exists: bool | None = source.get("Namespace", ns) is not None
+    except ForbiddenError:
+        exists = None
+    rcs = cluster.runtime_classes
+    name = cluster.runtime_class_name
+    return OperatorState(
+        namespace=ns,
+        namespace_exists=exists,
+        installed=cluster.view.installed,
+        cluster_policy_state=cluster.view.policy_state,
+        runtime_class=name,
+        runtime_class_exists=None if rcs is None else any(name_of(r) == name for r in rcs),
+    )

@@ -1,0 +1,149 @@
+"""Node verification: is this GPU node correctly understood by Kubernetes?
+
+Triage answers "why is this pod stuck?"; verification answers the platform's question before
+anyone's pod is stuck, with the design brief's fixed template (checks in `triage.nodechecks`).
+A failing node routes to the owner of its lowest failing layer, exactly as a stuck pod on it
+would, including node-pool overrides from the playbook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from triage.config import EngineConfig
+from triage.kubeobj import labels, name_of
+from triage.model import Layer
+from triage.names import validate_name
+from triage.nodechecks import (
+    Check,
+    CheckStatus,
+    Cluster,
+    NodeVerification,
+    driver_strategy,
+    node_checks,
+)
+from triage.operator import is_gpu_node
+from triage.playbooks import Playbook, load_playbook
+from triage.source import ClusterSource, NotFoundError, Obj
+
+__all__ = [
+    "Check",
+    "CheckStatus",
+    "Cluster",
+    "NodeVerification",
+    "conclude",
+    "probe_check",
+    "verify_loaded",
+    "verify_node",
+    "verify_nodes",
+    "with_check",
+]
+
+
+def verify_loaded(node: Obj, cluster: Cluster) -> NodeVerification:
+    """Run the template on a node object already read (used for one node and for many)."""
+    checks = node_checks(node, cluster)
+    return conclude(
+        node=node,
+        checks=checks,
+        cluster=cluster.source.cluster_name,
+        strategy=driver_strategy(node, cluster.view),
+        playbook=cluster.playbook,
+    )
+
+
+def conclude(
+    *, node: Obj, checks: list[Check], cluster: str, strategy: str, playbook: Playbook
+) -> NodeVerification:
+    """Pass/fail and owner route from the checks: the first failing check (lowest layer) routes."""
+    failed = sorted(
+        (c for c in checks if c.status == CheckStatus.FAIL and c.layer is not None),
+        key=lambda c: c.layer.rank if c.layer else 99,
+    )
+    layer = failed[0].layer if failed else None
+    owner = playbook.route(layer, node_labels=[labels(node)]) if layer is not None else None
+    return NodeVerification(
+        node=name_of(node),
+        cluster=cluster,
+        passed=not any(c.status == CheckStatus.FAIL for c in checks),
+        driver_strategy=strategy,
+        failing_layer=layer,
+        owner=owner,
+        checks=checks,
+    )
+
+
+def with_check(
+    result: NodeVerification, check: Check, *, node: Obj, playbook: Playbook
+) -> NodeVerification:
+    """The result with one more check (the optional test pod), re-concluded."""
+    return conclude(
+        node=node,
+        checks=[*result.checks, check],
+        cluster=result.cluster,
+        strategy=result.driver_strategy,
+        playbook=playbook,
+    )
+
+
+def verify_node(
+    source: ClusterSource,
+    name: str,
+    *,
+    config: EngineConfig | None = None,
+    playbook: Playbook | None = None,
+) -> NodeVerification:
+    """Verify one node. Raises InvalidNameError for a bad name, NotFoundError if it is unknown."""
+    validate_name(name, what="node name")
+    node = source.get("Node", name)
+    if node is None:
+        raise NotFoundError(f"node {name} not found in cluster {source.cluster_name}")
+    cluster = Cluster(source, config=config or EngineConfig(), playbook=playbook or load_playbook())
+    return verify_loaded(node, cluster)
+
+
+def matches(node: Obj, selector: Mapping[str, str]) -> bool:
+    lab = labels(node)
+    return all(lab.get(k) == v for k, v in selector.items())
+
+
+def verify_nodes(
+    source: ClusterSource,
+    *,
+    selector: Mapping[str, str] | None = None,
+    config: EngineConfig | None = None,
+    playbook: Playbook | None = None,
+) -> list[NodeVerification]:
+    """Verify every node matching `selector` (equality on labels); default: every GPU node."""
+    nodes = source.objects("Node")
+    chosen = (
+        [n for n in nodes if matches(n, selector)]
+        if selector
+        else [n for n in nodes if is_gpu_node(n)]
+    )
+    if not chosen:
+        return []
+    cluster = Cluster(source, config=config or EngineConfig(), playbook=playbook or load_playbook())
+    return [verify_loaded(n, cluster) for n in sorted(chosen, key=name_of)]
+
+
+TEST_POD_OUTCOMES = ("succeeded", "failed", "unschedulable", "timeout")
+
+
+def probe_check(*, outcome: str, summary: str, evidence: list[str]) -> Check:
+    """The optional test pod's result as a check.
+
+    A pod that never got bound means the node could not offer one GPU (device plugin, or the
+    node is full: the scheduler's message in the evidence says which); a bound pod whose
+    container failed points at the driver / container runtime; a timeout after binding (slow
+    image pull) proves nothing either way, so it only warns.
+    """
+    if outcome not in TEST_POD_OUTCOMES:
+        raise ValueError(f"unknown test pod outcome {outcome!r}")
+    status, layer = {
+        "succeeded": (CheckStatus.PASS, None),
+        "failed": (CheckStatus.FAIL, Layer.DRIVER),
+        "unschedulable": (CheckStatus.FAIL, Layer.DEVICE_PLUGIN),
+        "timeout": (CheckStatus.WARN, Layer.DRIVER),
+    }[outcome]
+    return Check(name="test-pod", status=status, summary=summary, evidence=evidence, layer=layer)
