@@ -12,4 +12,9 @@ class EngineConfig(BaseModel):
     operator_namespace: str = Field(
         default="gpu-operator", description="namespace the GPU Operator's pods run in"
     )
+    node_join_grace_minutes: int = Field(
+        default=15,
+        ge=0,
+        description="after a node becomes Ready, how long GPUs may take to register before it counts as broken",
+    )
     max_evidence: int = Field(default=12, ge=1, description="evidence lines kept per finding")

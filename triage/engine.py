@@ -7,7 +7,7 @@ use are side findings. Object state decides; events add evidence when they still
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from triage.config import EngineConfig
 from triage.kubeobj import Event, gpu_requests, labels, name_of, pod_requests, sorted_events
@@ -46,12 +46,16 @@ def triage(
     config = config or EngineConfig()
     playbook = playbook or load_playbook()
     target = resolve(source, namespace=namespace, name=name)
-    return _Run(source=source, config=config, target=target).report(playbook=playbook, now=now)
+    as_of = now or getattr(source, "as_of", None) or datetime.now(UTC)
+    run = _Run(source=source, config=config, target=target, now=as_of)
+    return run.report(playbook=playbook, now=now)
 
 
 class _Run:
-    def __init__(self, *, source: ClusterSource, config: EngineConfig, target: Target) -> None:
-        self.source, self.config, self.target = source, config, target
+    def __init__(
+        self, *, source: ClusterSource, config: EngineConfig, target: Target, now: datetime
+    ) -> None:
+        self.source, self.config, self.target, self.now = source, config, target, now
         self.signals: list[Signal] = []
         self.unknowns: list[Unknown] = []
         self.notes: list[str] = []
@@ -117,6 +121,12 @@ class _Run:
         self.unknowns.extend(quota.unknowns)
         if pod is None:
             self._podless_headline()
+        elif not any(s.blocking for s in self.signals):
+            joining = next(
+                (s for s in self.signals if s.code == "device-plugin.node-joining"), None
+            )
+            if joining is not None:
+                self.headline = f"not blocked, waiting: {joining.summary}"
         return assemble(
             source=self.source,
             target=t,
@@ -142,6 +152,11 @@ class _Run:
             policies=self.read("ClusterPolicy", None, layer=Layer.DRIVER),
         )
 
+    def _assess(self, node: Obj, view: OperatorView) -> NodeHealth:
+        return assess_node(
+            node, view, now=self.now, grace_minutes=self.config.node_join_grace_minutes
+        )
+
     def _node_labels(self, node: str) -> dict[str, str]:
         try:
             obj = self.source.get("Node", node)
@@ -158,7 +173,7 @@ class _Run:
             node = None
         health: NodeHealth | None = None
         if node is not None:
-            health = assess_node(node, self._operator_view())
+            health = self._assess(node, self._operator_view())
         runtime_classes: list[Obj] | None = None
         if (pod.get("spec") or {}).get("runtimeClassName"):
             runtime_classes = self.read("RuntimeClass", None, layer=Layer.DRIVER)
@@ -179,7 +194,7 @@ class _Run:
             self.unknowns.append(Unknown(Layer.SCHEDULING, str(e)))
             usage = {}
         view = self._operator_view()
-        healths = {name_of(n): assess_node(n, view) for n in nodes}
+        healths = {name_of(n): self._assess(n, view) for n in nodes}
         self.fits = [
             evaluate_node(
                 pod=pod,

@@ -7,8 +7,9 @@ Used by the triage of a pod (for the nodes it could use) and by node verificatio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from triage.kubeobj import GPU, MIG_PREFIX, labels, name_of
+from triage.kubeobj import GPU, MIG_PREFIX, condition, labels, name_of, parse_time
 from triage.operator import (
     OperatorView,
     component_state,
@@ -37,6 +38,8 @@ class NodeHealth:
     capacity: dict[str, int]
     allocatable: dict[str, int]
     notes: list[str] = field(default_factory=list)
+    joining: str | None = None  # GPUs not registered yet, within the grace period after Ready
+    contradiction: list[str] = field(default_factory=list)  # validator vs component pods
 
     @property
     def mig_resources(self) -> dict[str, int]:
@@ -82,8 +85,36 @@ def _driver_verdict(node: Obj, view: OperatorView, allocatable: dict[str, int]) 
     return Verdict(True, text=f"driver {strategy}, healthy")
 
 
+def _mig_verdict(node: Obj, view: OperatorView) -> Verdict | None:
+    lab = labels(node)
+    state = lab.get("nvidia.com/mig.config.state")
+    config = lab.get("nvidia.com/mig.config", "?")
+    if state not in ("pending", "rebooting", "failed"):
+        return None
+    manager = component_state(view, name_of(node), "mig-manager")
+    detail = manager.detail if manager is not None else []
+    mgr = f"; {manager.text}" if manager is not None else ""
+    if state == "failed":
+        return Verdict(
+            False,
+            "device-plugin.mig-config-failed",
+            f"node {name_of(node)}: MIG reconfiguration to {config} failed{mgr}",
+            detail,
+        )
+    return Verdict(
+        False,
+        "device-plugin.mig-reconfiguring",
+        f"node {name_of(node)}: MIG reconfiguration to {config} in progress (state {state}); "
+        f"its GPUs return when the mig-manager finishes{mgr}",
+        detail,
+    )
+
+
 def _plugin_verdict(node: Obj, view: OperatorView, allocatable: dict[str, int]) -> Verdict:
     name = name_of(node)
+    mig = _mig_verdict(node, view)
+    if mig is not None:
+        return mig
     plugin = component_state(view, name, "device-plugin")
     plugin_text = f"; {plugin.text}" if plugin is not None else ""
     if view.installed and plugin is None and is_gpu_node(node):
@@ -102,7 +133,71 @@ def _plugin_verdict(node: Obj, view: OperatorView, allocatable: dict[str, int]) 
     return Verdict(True, text="GPUs advertised")
 
 
-def assess_node(node: Obj, view: OperatorView) -> NodeHealth:
+def sharing_note(node: Obj) -> str | None:
+    """Time-slicing / MPS: allocatable counts replicas, not physical GPUs. That is expected."""
+    lab = labels(node)
+    replicas = lab.get("nvidia.com/gpu.replicas")
+    strategy = lab.get("nvidia.com/gpu.sharing-strategy")
+    if not replicas or (replicas in ("0", "1") and not strategy):
+        return None
+    count = lab.get("nvidia.com/gpu.count", "?")
+    return (
+        f"node {name_of(node)} shares its {count} GPU(s) by {strategy or 'time-slicing'} "
+        f"with {replicas} replicas each: allocatable counts shares, not physical GPUs"
+    )
+
+
+def _joining(
+    node: Obj, health: NodeHealth, *, now: datetime | None, grace_minutes: int
+) -> str | None:
+    """A node that became Ready minutes ago and is still rolling out its GPU stack."""
+    if now is None or not health.gpu_node or any(v > 0 for v in health.allocatable.values()):
+        return None
+    ready = condition(node, "Ready")
+    since = parse_time((ready or {}).get("lastTransitionTime"))
+    if since is None or (ready or {}).get("status") != "True":
+        return None
+    minutes = (now - since).total_seconds() / 60
+    crashing = any(
+        "CrashLoopBackOff" in v.text or "Error" in v.text for v in (health.driver, health.plugin)
+    )
+    if minutes < 0 or minutes > grace_minutes or crashing:
+        return None
+    return (
+        f"node {health.name}: GPUs not registered yet, {minutes:.0f} minute(s) after it became Ready "
+        f"(driver and device plugin usually finish within {grace_minutes} minutes)"
+    )
+
+
+def _contradiction(view: OperatorView, health: NodeHealth) -> list[str]:
+    """The operator validator and the component pods disagree about the node."""
+    validators = view.pods(health.name, "validator")
+    if not validators:
+        return []
+    stuck = failing_validation(view, health.name)
+    validator_ok = stuck is None and all(
+        (c.get("status") == "True")
+        for p in validators
+        for c in (p.get("status") or {}).get("conditions") or []
+        if c.get("type") == "Ready"
+    )
+    components_ok = health.driver.ok and health.plugin.ok
+    if validator_ok and not components_ok:
+        failing = health.driver if not health.driver.ok else health.plugin
+        return [
+            f"node {health.name}: the operator validator reports ready, but {failing.text}",
+        ]
+    if not validator_ok and components_ok and stuck:
+        return [
+            f"node {health.name}: driver and device plugin pods are healthy and GPUs are advertised, "
+            f"but the operator validator is stuck at {stuck}",
+        ]
+    return []
+
+
+def assess_node(
+    node: Obj, view: OperatorView, *, now: datetime | None = None, grace_minutes: int = 15
+) -> NodeHealth:
     allocatable = gpu_resources(node, key="allocatable")
     capacity = gpu_resources(node, key="capacity")
     health = NodeHealth(
@@ -120,6 +215,11 @@ def assess_node(node: Obj, view: OperatorView) -> NodeHealth:
                 f"node {health.name}: {res} allocatable {alloc} < capacity {cap} "
                 f"({cap - alloc} device(s) unhealthy)"
             )
+    note = sharing_note(node)
+    if note:
+        health.notes.append(note)
+    health.joining = _joining(node, health, now=now, grace_minutes=grace_minutes)
+    health.contradiction = _contradiction(view, health)
     return health
 
 

@@ -122,7 +122,9 @@ def _last_termination(pod: Obj) -> str | None:
             "terminated"
         )
         if term and term.get("exitCode", 0) != 0:
-            msg = " ".join(str(term.get("message") or "").split())[:300]
+            msg = " ".join(str(term.get("message") or "").split())
+            if len(msg) > 300:  # the error is at the end of an installer's log
+                msg = "…" + msg[-300:]
             return f"{cs.get('name')} last exited {term.get('exitCode')}" + (
                 f": {msg}" if msg else ""
             )

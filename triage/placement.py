@@ -54,6 +54,7 @@ class NodeFit:
     text: str = ""
     detail: list[str] = field(default_factory=list)
     gfd_labels_missing: bool = False
+    joining: str | None = None  # set when the node will likely be usable within minutes
 
     @property
     def candidate(self) -> bool:
@@ -61,7 +62,7 @@ class NodeFit:
 
     @property
     def usable(self) -> bool:
-        return self.candidate and self.layer is None
+        return self.candidate and self.layer is None and self.joining is None
 
 
 def _static_exclusion(
@@ -85,8 +86,12 @@ def _static_exclusion(
         )
         if not (gfd_only and not health.driver.ok):
             missing = ", ".join(m for m in mismatch)
-            product = node_labels.get("nvidia.com/gpu.product")
+            product = node_labels.get("nvidia.com/gpu.product") or ""
             extra = f" [node product {product}]" if product and "gpu.product" not in missing else ""
+            if "gpu.product" in missing and "-MIG-" in product:
+                extra += " (MIG single strategy: the product label carries the MIG profile)"
+            elif "gpu.product" in missing and product.endswith("-SHARED"):
+                extra += " (GPU sharing: the product label gains -SHARED)"
             return (
                 "selector mismatch",
                 f"node {name}: nodeSelector/affinity {missing}{extra}",
@@ -134,6 +139,9 @@ def evaluate_node(
             return fit
         fit.gfd_labels_missing = gfd_missing
     wants_gpu = any(r.startswith("nvidia.com/") for r in requests)
+    if wants_gpu and health.joining:
+        fit.joining = health.joining
+        return fit
     if not health.driver.ok and (wants_gpu or health.driver.code == "driver.node-not-ready"):
         fit.layer, fit.code, fit.text = Layer.DRIVER, health.driver.code, health.driver.text
         fit.detail = list(health.driver.detail)
@@ -165,10 +173,22 @@ def _plugin_block(
     health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
 ) -> tuple[str, str, list[str]] | None:
     used = usage.requests if usage else {}
+    if health.plugin.code in ("device-plugin.mig-config-failed", "device-plugin.mig-reconfiguring"):
+        return health.plugin.code, health.plugin.text, list(health.plugin.detail)
     for res, want in requests.items():
         if not res.startswith("nvidia.com/"):
             continue
         alloc = health.allocatable.get(res, 0)
+        offered = {
+            k: v for k, v in health.allocatable.items() if v > 0 and not k.startswith(MIG_PREFIX)
+        }
+        if alloc == 0 and offered and not res.startswith(MIG_PREFIX) and health.plugin.ok:
+            names = ", ".join(f"{k}: {v}" for k, v in sorted(offered.items()))
+            return (
+                "device-plugin.resource-renamed",
+                f"node {health.name} advertises {names} but not {res} (GPU sharing renames the resource)",
+                [],
+            )
         if alloc == 0:
             if res == GPU and health.mig_resources:
                 mig = ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
@@ -180,9 +200,13 @@ def _plugin_block(
             if not health.plugin.ok:
                 return health.plugin.code, health.plugin.text, list(health.plugin.detail)
             if res.startswith(MIG_PREFIX):
+                layout = (
+                    ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
+                    or "no MIG slices"
+                )
                 return (
                     "device-plugin.mig-profile-missing",
-                    f"node {health.name} is not partitioned into {res}",
+                    f"node {health.name} is not partitioned into {res} (it offers {layout})",
                     [],
                 )
             return "device-plugin.no-gpu-resource", f"node {health.name} advertises no {res}", []

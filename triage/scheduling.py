@@ -59,7 +59,8 @@ def scheduling_signals(
     signals: list[Signal] = []
     candidates = [f for f in fits if f.candidate]
     usable = [f for f in candidates if f.usable]
-    blocked_now = not usable
+    joining = [f for f in candidates if f.joining]
+    blocked_now = not usable and not joining
 
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
@@ -95,6 +96,35 @@ def scheduling_signals(
                 nodes=[f.node for f in group],
             )
         )
+
+    if joining and not usable:
+        signals.append(
+            Signal(
+                Layer.DEVICE_PLUGIN,
+                "device-plugin.node-joining",
+                str(joining[0].joining),
+                blocking=False,
+                evidence=[str(f.joining) for f in joining[1:]],
+                nodes=[f.node for f in joining],
+            )
+        )
+    for f in candidates:
+        h = healths.get(f.node)
+        if h is not None and h.contradiction:
+            signals.append(
+                Signal(
+                    Layer.DRIVER,
+                    "driver.validator-contradiction",
+                    h.contradiction[0],
+                    blocking=False,
+                    evidence=[
+                        f"driver: {h.driver.text or 'ok'}",
+                        f"device plugin: {h.plugin.text or 'ok'}",
+                    ],
+                    detail=h.driver.detail + h.plugin.detail,
+                    nodes=[f.node],
+                )
+            )
 
     # 2. Nodes the pod could never use: their lower-layer problems are side findings.
     for f in fits:

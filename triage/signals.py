@@ -57,8 +57,9 @@ def build_finding(
     if blocking:
         status = Status.FAIL
         summary = blocking[0].summary
-        if len(blocking) > 1:
-            summary += f" (and {len(blocking) - 1} more blocking signal(s))"
+        others = {s.code for s in blocking} - {blocking[0].code}
+        if others:
+            summary += f" (and {len(others)} more blocking signal(s))"
     elif unknown:
         status, summary = Status.UNKNOWN, f"could not check: {unknown[0]}"
     elif side:

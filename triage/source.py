@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 Obj = dict[str, Any]
@@ -149,6 +150,23 @@ class MemorySource:
     @property
     def cluster_name(self) -> str:
         return self._cluster_name
+
+    @property
+    def as_of(self) -> datetime | None:
+        """When this state was observed: the newest node heartbeat (a snapshot's age)."""
+        newest: datetime | None = None
+        for node in self._by_kind["Node"].values():
+            for c in (node.get("status") or {}).get("conditions") or []:
+                raw = c.get("lastHeartbeatTime")
+                if not isinstance(raw, str):
+                    continue
+                try:
+                    t = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+                except ValueError:
+                    continue
+                if t.tzinfo is not None and (newest is None or t > newest):
+                    newest = t
+        return newest
 
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
         found = self._by_kind.get(kind, {}).get((namespace or "", name))

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mini import cluster, node, pod
+from tests.engine.mini import cluster, node, pod
 
 from triage import (
     InvalidNameError,

@@ -5,7 +5,7 @@ naive reading."""
 from __future__ import annotations
 
 import pytest
-from mini import A100, H100, OPNS, cluster, event, namespace, node, operator_pods, pod
+from tests.engine.mini import A100, H100, OPNS, cluster, event, namespace, node, operator_pods, pod
 
 from triage import Layer, Status, TriageReport, triage
 
