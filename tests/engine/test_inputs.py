@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.engine.mini import cluster, node, pod
 
+from tests.engine.mini import cluster, node, pod
 from triage import (
     InvalidNameError,
     MalformedSnapshotError,

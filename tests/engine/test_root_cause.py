@@ -5,8 +5,8 @@ naive reading."""
 from __future__ import annotations
 
 import pytest
-from tests.engine.mini import A100, H100, OPNS, cluster, event, namespace, node, operator_pods, pod
 
+from tests.engine.mini import A100, H100, OPNS, cluster, event, namespace, node, operator_pods, pod
 from triage import Layer, Status, TriageReport, triage
 
 
