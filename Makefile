@@ -22,8 +22,9 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The PostgreSQL-backed tests get a throwaway server on loopback (installed if missing).
 unit: install
-	$(BIN)/pytest -q
+	.ci/with-postgres $(BIN)/pytest -q
 
 test: lint unit
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from incidents.errors import IncidentStoreError
 from triage import InvalidNameError, PlaybookError, SourceError
 
 
@@ -15,4 +16,5 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     SourceError,
     InvalidNameError,
     PlaybookError,
+    IncidentStoreError,  # database down / not migrated, unknown incident, bad status change
 )

@@ -1,0 +1,249 @@
+"""`gpu-triage db upgrade`, `incidents`, `incident ID` and `stats`: the incident history in a
+terminal (text) or for scripts (JSON).
+
+Every command takes `--database-url` (default `DATABASE_URL`, else the SQLite file in the data
+directory). With `--auto-migrate` or `GPU_TRIAGE_AUTO_MIGRATE=1` the schema is upgraded first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from incidents.errors import IncidentNotFoundError
+from incidents.values import Incident, IncidentStatus, Stats, TriageRun
+from triage.model import LAYER_ORDER, Layer
+
+if TYPE_CHECKING:
+    from incidents.store import IncidentStore
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = subparsers.add_parser("db", help="manage the incident database")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    up = db_sub.add_parser("upgrade", help="create or upgrade the schema (alembic upgrade head)")
+    _common(up, formats=False, migrate=False)
+    up.set_defaults(handler=_upgrade)
+
+    ls = subparsers.add_parser("incidents", help="list incidents, newest first")
+    ls.add_argument("--status", choices=[s.value for s in IncidentStatus], help="filter by status")
+    ls.add_argument("--layer", choices=[layer.value for layer in Layer], help="filter by layer")
+    ls.add_argument("--limit", type=_positive, default=50, help="at most N incidents (default 50)")
+    _common(ls)
+    ls.set_defaults(handler=_list)
+
+    one = subparsers.add_parser("incident", help="one incident and its triage runs")
+    one.add_argument("id", type=_positive, metavar="ID", help="incident id")
+    _common(one)
+    one.set_defaults(handler=_show)
+
+    st = subparsers.add_parser("stats", help="incidents per layer, open now, time to resolve")
+    _common(st)
+    st.set_defaults(handler=_stats)
+
+
+def _common(parser: argparse.ArgumentParser, *, formats: bool = True, migrate: bool = True) -> None:
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="SQLAlchemy URL (default: $DATABASE_URL, else $GPU_TRIAGE_DATA_DIR/incidents.sqlite)",
+    )
+    if formats:
+        parser.add_argument("--format", choices=["text", "json"], default="text")
+    if migrate:
+        parser.add_argument(
+            "--auto-migrate",
+            action="store_true",
+            default=None,
+            help="upgrade the schema first (same as GPU_TRIAGE_AUTO_MIGRATE=1)",
+        )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _open(args: argparse.Namespace) -> IncidentStore:
+    from incidents.store import IncidentStore  # SQLAlchemy/Alembic load only when needed
+
+    return IncidentStore.open(args.database_url, auto_migrate=args.auto_migrate)
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from incidents.database import display_name, resolve_url
+    from incidents.store import IncidentStore
+
+    with IncidentStore.from_url(args.database_url) as store:
+        before = store.current_revision()
+        store.upgrade()
+        after = store.current_revision()
+    where = display_name(resolve_url(args.database_url))
+    if before == after:
+        print(f"{where}: schema already at {after}")
+    else:
+        print(f"{where}: schema upgraded {before or 'empty'} -> {after}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    status = IncidentStatus(args.status) if args.status else None
+    layer = Layer(args.layer) if args.layer else None
+    with _open(args) as store:
+        items = store.list(status=status, layer=layer, limit=args.limit)
+    if args.format == "json":
+        _json([i.model_dump(mode="json") for i in items])
+        return 0
+    if not items:
+        what = " ".join(x for x in (args.status, args.layer) if x)
+        print(f"No {what + ' ' if what else ''}incidents.")
+        return 0
+    rows = [["ID", "STATUS", "LAYER", "WORKLOAD", "OPENED (UTC)", "RUNS", "OWNER"]]
+    for i in items:
+        rows.append(
+            [
+                str(i.id),
+                i.status.value,
+                i.failing_layer.value if i.failing_layer else "-",
+                f"{i.workload} [{i.cluster}]" if i.cluster != "default" else i.workload,
+                _time(i.opened_at, seconds=False),
+                str(i.run_count),
+                i.owner_team or "-",
+            ]
+        )
+    print(_table(rows, right={0, 5}))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        incident = store.get(args.id)
+        if incident is None:
+            raise IncidentNotFoundError(args.id)
+        runs = store.runs(args.id)
+    if args.format == "json":
+        _json(
+            {
+                "incident": incident.model_dump(mode="json"),
+                "runs": [r.model_dump(mode="json") for r in runs],
+            }
+        )
+        return 0
+    print(_incident_text(incident, runs))
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with _open(args) as store:
+        stats = store.stats()
+    if args.format == "json":
+        _json(stats.model_dump(mode="json"))
+        return 0
+    print(_stats_text(stats))
+    return 0
+
+
+def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
+    layer = f"{i.failing_layer.value} ({i.failing_layer.label})" if i.failing_layer else "-"
+    usergroup = f"usergroup {i.owner_usergroup}" if i.owner_usergroup else None
+    owner = ", ".join(x for x in (i.owner_team, i.owner_channel, usergroup) if x)
+    lines = [
+        f"Incident {i.id}: {i.status.value}",
+        f"  Workload:     {i.workload}" + (f" (pod {i.pod})" if i.pod and i.pod != i.name else ""),
+        f"  Cluster:      {i.cluster}",
+        f"  Layer:        {layer}",
+        f"  Cause:        {i.headline}",
+        f"  Owner:        {owner or '-'}",
+        f"  Opened:       {_time(i.opened_at)}"
+        + (f" by {i.requested_by}" if i.requested_by else ""),
+    ]
+    if i.acknowledged_at:
+        lines.append(f"  Acknowledged: {_time(i.acknowledged_at)} by {i.acknowledged_by or '-'}")
+    if i.resolved_at:
+        how = f" ({i.resolution.value})" if i.resolution else ""
+        by = f" by {i.resolved_by}" if i.resolved_by else ""
+        took = _duration((i.resolved_at - i.opened_at).total_seconds())
+        lines.append(f"  Resolved:     {_time(i.resolved_at)}{by}{how}, after {took}")
+    if i.channel or i.thread_ts:
+        lines.append(f"  Slack:        channel {i.channel or '-'}, thread {i.thread_ts or '-'}")
+    lines.append(f"  Fingerprint:  {i.fingerprint}")
+    lines.append("")
+    lines.append(f"Runs ({len(runs)}):")
+    rows = [["RUN", "AT (UTC)", "LAYER", "TOOK", "BY", "HEADLINE"]]
+    for r in runs:
+        rows.append(
+            [
+                str(r.id),
+                _time(r.created_at),
+                r.failing_layer.value if r.failing_layer else "running",
+                f"{r.duration_ms:.0f} ms",
+                r.requested_by or "-",
+                r.headline,
+            ]
+        )
+    lines.append(_table(rows, right={0, 3}, indent="  "))
+    return "\n".join(lines)
+
+
+def _stats_text(s: Stats) -> str:
+    median = s.median_time_to_resolve_seconds
+    lines = [
+        f"Incidents: {s.total} total, {s.open_now} open now, {s.resolved} resolved",
+        f"Median time to resolve: {_duration(median) if median is not None else '-'}",
+        "",
+    ]
+    rows = [["LAYER", "TOTAL", "OPEN NOW", "MEDIAN TO RESOLVE"]]
+    for layer in LAYER_ORDER:
+        m = s.median_time_to_resolve_seconds_by_layer.get(layer)
+        rows.append(
+            [
+                layer.value,
+                str(s.by_layer.get(layer, 0)),
+                str(s.open_by_layer.get(layer, 0)),
+                _duration(m) if m is not None else "-",
+            ]
+        )
+    lines.append(_table(rows, right={1, 2}))
+    return "\n".join(lines)
+
+
+def _table(rows: list[list[str]], *, right: set[int], indent: str = "") -> str:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [
+            cell.rjust(widths[c]) if c in right else cell.ljust(widths[c])
+            for c, cell in enumerate(r)
+        ]
+        out.append(indent + "  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def _time(value: datetime, *, seconds: bool = True) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def _duration(seconds: float) -> str:
+    total = round(seconds)
+    if total < 60:
+        return f"{total}s"
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    parts = [
+        f"{days}d" if days else "",
+        f"{hours}h" if hours else "",
+        f"{minutes}m" if minutes else "",
+    ]
+    return " ".join(p for p in parts if p)
+
+
+def _json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))

@@ -1,0 +1,99 @@
+"""Prometheus metrics of triages and incidents, served by the bot at `/metrics`.
+
+Each `Metrics` owns its own `CollectorRegistry` (no process-global state, so tests and several
+apps in one process never collide). `open_incidents` is read from the store at scrape time; a
+database that is down yields no `open_incidents` samples and `incident_store_up 0` instead of a
+failed scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, make_wsgi_app
+from prometheus_client.registry import Collector
+
+from incidents.errors import IncidentStoreError
+from triage.model import LAYER_ORDER, Layer, TriageReport
+
+if TYPE_CHECKING:
+    from wsgiref.types import WSGIApplication
+
+    from incidents.store import IncidentStore
+
+log = logging.getLogger(__name__)
+
+NO_LAYER = "none"  # label value of triages that found nothing blocking the workload
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    """triages_total{layer}, triage_duration_seconds, open_incidents{layer}, incident_store_up."""
+
+    def __init__(self, *, store: IncidentStore | None = None) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.triages = Counter(
+            "triages",
+            "Triages answered, by failing layer ('none' when nothing blocks the workload)",
+            ["layer"],
+            registry=self.registry,
+        )
+        for label in [*(layer.value for layer in LAYER_ORDER), NO_LAYER]:
+            self.triages.labels(layer=label)  # every series exists from the start, at 0
+        self.duration = Histogram(
+            "triage_duration_seconds",
+            "Time to triage one workload, cluster reads included",
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        if store is not None:
+            self.registry.register(OpenIncidentsCollector(store))
+
+    def observe(self, report: TriageReport, *, duration_ms: float) -> None:
+        layer = report.failing_layer.value if report.failing_layer is not None else NO_LAYER
+        self.triages.labels(layer=layer).inc()
+        self.duration.observe(duration_ms / 1000.0)
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition body and its Content-Type, for any HTTP server."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    def metrics_app(self) -> WSGIApplication:
+        """A WSGI app serving this registry (mount it at `/metrics`)."""
+        app: WSGIApplication = make_wsgi_app(self.registry)
+        return app
+
+
+class OpenIncidentsCollector(Collector):
+    """Reads unresolved incidents per layer from the store on every scrape."""
+
+    def __init__(self, store: IncidentStore) -> None:
+        self._store = store
+
+    def describe(self) -> Iterable[Metric]:
+        # Declared without touching the database, so registering never needs it up.
+        yield GaugeMetricFamily("open_incidents", _OPEN_HELP, labels=["layer"])
+        yield GaugeMetricFamily("incident_store_up", _UP_HELP)
+
+    def collect(self) -> Iterable[Metric]:
+        up = GaugeMetricFamily("incident_store_up", _UP_HELP)
+        try:
+            counts: dict[Layer, int] | None = self._store.open_counts()
+        except IncidentStoreError as e:
+            log.warning("metrics: %s", e)
+            counts = None
+        if counts is not None:
+            family = GaugeMetricFamily("open_incidents", _OPEN_HELP, labels=["layer"])
+            for layer in LAYER_ORDER:
+                family.add_metric([layer.value], counts.get(layer, 0))
+            yield family
+        up.add_metric([], 1 if counts is not None else 0)
+        yield up
+
+
+_OPEN_HELP = "Incidents not yet resolved (open or acknowledged), by failing layer"
+_UP_HELP = "1 when the incident database answered the last scrape, else 0"

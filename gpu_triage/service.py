@@ -1,0 +1,110 @@
+"""One triage, end to end, for every adapter: read the cluster, explain, time, record, count.
+
+The CLI and the Slack bot both call `TriageService.run`. Engine errors (bad name, unknown pod,
+unreachable cluster) propagate: the caller owns the wording. A failure of the incident store
+never hides the answer: the report comes back with `store_error` set, and the failure is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from gpu_triage.metrics import Metrics
+from incidents.errors import IncidentStoreError
+from incidents.values import Incident
+from triage import ClusterSource, EngineConfig, Playbook, TriageReport
+from triage import triage as engine_triage
+
+if TYPE_CHECKING:
+    from incidents.store import IncidentStore  # SQLAlchemy loads only when a store is used
+
+log = logging.getLogger(__name__)
+
+
+class TriageFn(Protocol):
+    def __call__(
+        self,
+        source: ClusterSource,
+        *,
+        namespace: str,
+        name: str,
+        config: EngineConfig | None = None,
+        playbook: Playbook | None = None,
+    ) -> TriageReport: ...
+
+
+SourceFor = Callable[[str | None], ClusterSource]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A triage answer and what happened to its record.
+
+    `incident` is the incident the run belongs to (None when nothing was stored or nothing was
+    open and the workload runs); `store_error` is a one-line reason when recording failed.
+    """
+
+    report: TriageReport
+    incident: Incident | None
+    created: bool
+    store_error: str | None
+    duration_ms: float
+    auto_resolved: list[int] = field(default_factory=list)
+
+
+class TriageService:
+    def __init__(
+        self,
+        *,
+        source_for: SourceFor,
+        config: EngineConfig | None = None,
+        playbook: Playbook | None = None,
+        store: IncidentStore | None = None,
+        metrics: Metrics | None = None,
+        triage_fn: TriageFn = engine_triage,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.source_for = source_for
+        self.config = config or EngineConfig()
+        self.playbook = playbook
+        self.store = store
+        self.metrics = metrics
+        self._triage = triage_fn
+        self._timer = timer
+
+    def run(
+        self,
+        *,
+        cluster: str | None,
+        namespace: str,
+        name: str,
+        requested_by: str | None,
+        channel: str | None = None,
+    ) -> Outcome:
+        started = self._timer()
+        source = self.source_for(cluster)
+        report = self._triage(
+            source, namespace=namespace, name=name, config=self.config, playbook=self.playbook
+        )
+        duration_ms = (self._timer() - started) * 1000.0
+        if self.metrics is not None:
+            self.metrics.observe(report, duration_ms=duration_ms)
+        if self.store is None:
+            return Outcome(report, None, False, None, duration_ms)
+        try:
+            result = self.store.record(
+                report, requested_by=requested_by, duration_ms=duration_ms, channel=channel
+            )
+        except IncidentStoreError as e:
+            log.error("triage of %s/%s not recorded: %s", namespace, name, e)
+            return Outcome(report, None, False, str(e), duration_ms)
+        except Exception as e:  # a store bug must not swallow the user's answer either
+            log.exception("triage of %s/%s not recorded", namespace, name)
+            return Outcome(report, None, False, f"internal error: {type(e).__name__}", duration_ms)
+        return Outcome(
+            report, result.incident, result.created, None, duration_ms, result.auto_resolved
+        )

@@ -1,0 +1,136 @@
+"""Which database, and how to talk to it: URL resolution, engine options, error translation.
+
+`DATABASE_URL` selects the database; without it a SQLite file in the data directory
+(`$GPU_TRIAGE_DATA_DIR`, default `./data`) is used. Every driver error that reaches a user is
+turned into one `StoreUnavailableError` line that names the database without its password.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, exc, make_url
+from sqlalchemy.engine import URL
+
+from incidents.errors import StoreUnavailableError
+
+DEFAULT_DATA_DIR = "data"
+SQLITE_FILE = "incidents.sqlite"
+_UNDEFINED_TABLE = "42P01"  # PostgreSQL SQLSTATE
+
+
+def default_url() -> str:
+    data_dir = Path(os.environ.get("GPU_TRIAGE_DATA_DIR") or DEFAULT_DATA_DIR)
+    return f"sqlite:///{(data_dir / SQLITE_FILE).resolve()}"
+
+
+def resolve_url(url: str | None = None) -> str:
+    """An explicit URL, else `DATABASE_URL`, else the default SQLite file."""
+    return url or os.environ.get("DATABASE_URL") or default_url()
+
+
+def auto_migrate_from_env() -> bool:
+    """`GPU_TRIAGE_AUTO_MIGRATE=1` (or true/yes/on): upgrade the schema when a process starts."""
+    value = os.environ.get("GPU_TRIAGE_AUTO_MIGRATE", "").strip().lower()
+    return value in {"1", "true", "yes", "on"}
+
+
+def display_name(url: str | URL) -> str:
+    """The URL as shown to people: password masked, or the raw text if it does not parse."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except exc.ArgumentError:
+        text = str(url)
+        return text.split("@", 1)[-1] if "@" in text else text
+    return parsed.render_as_string(hide_password=True)
+
+
+def create_store_engine(url: str) -> Engine:
+    """An engine with the options the store relies on (timeouts, pre-ping, SQLite locking)."""
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError as e:
+        raise StoreUnavailableError(
+            f"incident database URL {display_name(url)!r} is invalid"
+        ) from e
+    connect_args: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        _ensure_sqlite_dir(parsed)
+        if "timeout" not in parsed.query:
+            connect_args["timeout"] = 15
+    elif backend == "postgresql":
+        options["pool_pre_ping"] = True
+        if parsed.get_driver_name() == "psycopg" and "connect_timeout" not in parsed.query:
+            connect_args["connect_timeout"] = 5
+    try:
+        return create_engine(parsed, connect_args=connect_args, **options)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as e:
+        raise StoreUnavailableError(
+            f"incident database {display_name(parsed)} cannot be used: {_first_line(e)}"
+        ) from e
+
+
+def _ensure_sqlite_dir(url: URL) -> None:
+    db = url.database
+    if not db or db == ":memory:" or db.startswith("file:"):
+        return
+    parent = Path(db).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreUnavailableError(
+            f"incident database {display_name(url)} is unavailable: "
+            f"cannot create directory {parent}: {e.strerror or e}"
+        ) from e
+
+
+def prepare_sqlite(engine: Engine) -> None:
+    """SQLite: enforce foreign keys; writers take the write lock at BEGIN (`BEGIN IMMEDIATE`).
+
+    pysqlite otherwise begins lazily and upgrades a read lock to a write lock mid-transaction,
+    which makes two concurrent writers fail with "database is locked" instead of waiting.
+    """
+    if engine.dialect.name != "sqlite" or event.contains(engine, "connect", _sqlite_connect):
+        return
+    event.listen(engine, "connect", _sqlite_connect)
+    event.listen(engine, "begin", _sqlite_begin)
+
+
+def _sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
+    dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+WRITE_OPTION = "gpu_triage_write"
+
+
+def _sqlite_begin(conn: Any) -> None:
+    # Writers (marked with WRITE_OPTION) queue on the lock; readers stay plain deferred BEGIN.
+    write = bool(conn.get_execution_options().get(WRITE_OPTION))
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def unavailable(error: BaseException, *, url: URL) -> StoreUnavailableError:
+    """Translate a driver/pool error into the one-line error users see."""
+    name = display_name(url)
+    orig = getattr(error, "orig", None)
+    if getattr(orig, "sqlstate", None) == _UNDEFINED_TABLE or "no such table" in str(orig):
+        return StoreUnavailableError(
+            f"incident database {name} is not initialised: run `gpu-triage db upgrade`"
+        )
+    return StoreUnavailableError(f"incident database {name} is unavailable: {_first_line(error)}")
+
+
+def _first_line(error: BaseException) -> str:
+    orig = getattr(error, "orig", None)
+    text = str(orig if orig is not None else error).strip()
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(error).__name__)
+    return line if len(line) <= 200 else line[:197] + "..."

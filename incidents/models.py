@@ -1,0 +1,140 @@
+"""SQLAlchemy tables of the incident store. Only `incidents.store` and the migrations use them.
+
+One rule the schema enforces itself: a workload has at most one incident that is not resolved
+(partial unique index, PostgreSQL and SQLite alike), so two bot replicas recording the same
+blocked pod at once cannot open two incidents.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+# Named constraints keep SQLite batch migrations and downgrades deterministic.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ACTIVE = text("status != 'resolved'")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in, timezone-aware UTC out, also on SQLite (which drops the offset)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the incident store; use UTC-aware times")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+ReportJSON = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class IncidentRow(Base):
+    __tablename__ = "incidents"
+    __table_args__ = (
+        CheckConstraint("status IN ('open', 'acknowledged', 'resolved')", name="status"),
+        CheckConstraint(
+            "resolution IS NULL OR resolution IN ('auto', 'superseded', 'manual')",
+            name="resolution",
+        ),
+        Index(
+            "uq_incidents_active_workload",
+            "cluster",
+            "namespace",
+            "kind",
+            "name",
+            unique=True,
+            sqlite_where=ACTIVE,
+            postgresql_where=ACTIVE,
+        ),
+        Index("ix_incidents_workload", "cluster", "namespace", "name"),
+        Index("ix_incidents_status_layer", "status", "failing_layer"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(253))
+    namespace: Mapped[str] = mapped_column(String(63))
+    kind: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    pod: Mapped[str | None] = mapped_column(String(253))
+    failing_layer: Mapped[str | None] = mapped_column(String(32))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    headline: Mapped[str] = mapped_column(Text)
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    acknowledged_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    acknowledged_by: Mapped[str | None] = mapped_column(String(255))
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    resolved_by: Mapped[str | None] = mapped_column(String(255))
+    resolution: Mapped[str | None] = mapped_column(String(16))
+    requested_by: Mapped[str | None] = mapped_column(String(255))
+    channel: Mapped[str | None] = mapped_column(String(64))
+    thread_ts: Mapped[str | None] = mapped_column(String(32))
+    owner_team: Mapped[str | None] = mapped_column(String(255))
+    owner_channel: Mapped[str | None] = mapped_column(String(255))
+    owner_usergroup: Mapped[str | None] = mapped_column(String(64))
+    run_count: Mapped[int] = mapped_column(Integer)
+
+
+class TriageRunRow(Base):
+    __tablename__ = "triage_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    # NULL for a triage that found the workload running while nothing was open: it is still
+    # kept (who asked, when, what it found) rather than silently dropped.
+    incident_id: Mapped[int | None] = mapped_column(
+        ForeignKey("incidents.id", ondelete="CASCADE"), index=True
+    )
+    cluster: Mapped[str] = mapped_column(String(253))
+    namespace: Mapped[str] = mapped_column(String(63))
+    kind: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    pod: Mapped[str | None] = mapped_column(String(253))
+    failing_layer: Mapped[str | None] = mapped_column(String(32))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    headline: Mapped[str] = mapped_column(Text)
+    report: Mapped[dict[str, Any]] = mapped_column(ReportJSON)
+    duration_ms: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    requested_by: Mapped[str | None] = mapped_column(String(255))
+    channel: Mapped[str | None] = mapped_column(String(64))

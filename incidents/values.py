@@ -1,0 +1,122 @@
+"""What the store hands out: frozen values, never ORM objects, so callers cannot lazy-load or
+mutate rows behind the repository's back."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from triage.model import Layer, TriageReport
+
+
+class IncidentStatus(StrEnum):
+    """Lifecycle: open → acknowledged → resolved (open → resolved is allowed too)."""
+
+    OPEN = "open"
+    ACKNOWLEDGED = "acknowledged"
+    RESOLVED = "resolved"
+
+
+class Resolution(StrEnum):
+    """Why an incident was resolved."""
+
+    AUTO = "auto"  # a later triage found the workload running
+    SUPERSEDED = "superseded"  # a later triage found a different cause; a new incident opened
+    MANUAL = "manual"  # someone resolved it
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Incident(_Value):
+    """One cause blocking one workload, from first sighting until resolved."""
+
+    id: int
+    cluster: str
+    namespace: str
+    kind: str
+    name: str
+    pod: str | None
+    failing_layer: Layer | None
+    fingerprint: str
+    status: IncidentStatus
+    headline: str
+    opened_at: datetime
+    updated_at: datetime
+    acknowledged_at: datetime | None
+    acknowledged_by: str | None
+    resolved_at: datetime | None
+    resolved_by: str | None
+    resolution: Resolution | None
+    requested_by: str | None
+    channel: str | None
+    thread_ts: str | None
+    owner_team: str | None
+    owner_channel: str | None
+    owner_usergroup: str | None
+    run_count: int
+
+    @property
+    def workload(self) -> str:
+        """`namespace/Kind name`, as shown to people."""
+        return f"{self.namespace}/{self.kind} {self.name}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is not IncidentStatus.RESOLVED
+
+
+class TriageRun(_Value):
+    """One triage as it was answered. `report` is the stored JSON of the `TriageReport`."""
+
+    id: int
+    incident_id: int | None
+    cluster: str
+    namespace: str
+    kind: str
+    name: str
+    failing_layer: Layer | None
+    fingerprint: str
+    headline: str
+    report: dict[str, Any]
+    duration_ms: float
+    created_at: datetime
+    requested_by: str | None
+    channel: str | None
+
+    def parsed_report(self) -> TriageReport | None:
+        """The report as a model, or None when it was written by an incompatible version."""
+        try:
+            return TriageReport.model_validate(self.report)
+        except ValidationError:
+            return None
+
+
+class RecordResult(_Value):
+    """What `IncidentStore.record` did.
+
+    `incident` is the incident the run was attached to (new, continued or just resolved); None
+    when the workload was running and nothing was open. `auto_resolved` lists incidents this
+    record closed: resolved because the workload runs, or superseded by a new cause.
+    """
+
+    incident: Incident | None
+    created: bool
+    auto_resolved: list[int]
+    run_id: int
+
+
+class Stats(_Value):
+    """Counts per layer, what is open now, and how long resolution takes (in seconds)."""
+
+    total: int
+    open_now: int
+    resolved: int
+    by_layer: dict[Layer, int]
+    open_by_layer: dict[Layer, int]
+    median_time_to_resolve_seconds: float | None
+    median_time_to_resolve_seconds_by_layer: dict[Layer, float | None]
