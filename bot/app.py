@@ -1,0 +1,188 @@
+"""`create_app`: the slack-bolt app wiring listeners to the handlers.
+
+Listeners are thin: parse, `ack()` at once, hand the work to the app's bounded worker pool.
+One synchronous execution model (the kubernetes client is synchronous), no async twin, no
+module-level state: everything hangs off the returned `TriageApp`, which `close()` shuts down.
+
+Retries: Slack re-sends an event when it thinks it went unanswered (`X-Slack-Retry-Num`).
+bolt does not drop those for us in HTTP mode, so a middleware remembers event ids and trigger
+ids for ten minutes and answers repeats with an empty 200 before any listener sees them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from slack_bolt import Ack, App, BoltRequest, BoltResponse, Respond
+from slack_sdk import WebClient
+
+from bot import messages as msg
+from bot.buttons import Buttons
+from bot.commands import (
+    Command,
+    Help,
+    InvalidNameError,
+    ListIncidents,
+    ShowIncident,
+    ShowStats,
+    UsageError,
+    VerifyNode,
+    WhyPending,
+    parse,
+    parse_mention,
+)
+from bot.handlers import Asker, Handlers
+from bot.policy import AccessPolicy, UsergroupCache
+from bot.ports import IncidentStoreLike, TriageServiceLike
+from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE
+from bot.work import SeenSet, WorkerPool
+from gpu_triage.settings import Settings
+from incidents.errors import IncidentStoreError
+
+log = logging.getLogger(__name__)
+
+
+class TriageApp(App):
+    """A bolt `App` that owns the worker pool the triages run on."""
+
+    pool: WorkerPool
+    handlers: Handlers
+
+    def close(self, *, wait: bool = True) -> None:
+        """Stop taking work and wait for running triages to post their answers."""
+        self.pool.shutdown(wait=wait)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    service: TriageServiceLike,
+    store: IncidentStoreLike,
+    policy: AccessPolicy,
+    client: WebClient | None = None,
+    usergroup_ttl: float = 300.0,
+) -> TriageApp:
+    """Build the bolt app. `client` is the test seam (a WebClient pointed at a fake Slack)."""
+    if client is None:
+        client = WebClient(
+            token=settings.slack_bot_token.get_secret_value(), base_url=settings.api_base_url
+        )
+    app = TriageApp(
+        signing_secret=settings.slack_signing_secret.get_secret_value(),
+        client=client,
+        process_before_response=False,
+        # auth.test at startup proves the token works before we take traffic.
+        token_verification_enabled=True,
+    )
+    groups = UsergroupCache(
+        groups=policy.usergroups(),
+        fetch=lambda group: list(client.usergroups_users_list(usergroup=group).get("users") or []),
+        ttl=usergroup_ttl,
+    )
+    handlers = Handlers(client=client, service=service, store=store, policy=policy, groups=groups)
+    buttons = Buttons(handlers=handlers)
+    app.pool = WorkerPool(workers=settings.workers, max_pending=settings.max_pending)
+    app.handlers = handlers
+    seen = SeenSet(ttl=600.0)
+
+    def later(asker: Asker, job: Callable[[], None]) -> None:
+        def guarded() -> None:
+            try:
+                job()
+            except IncidentStoreError as e:
+                handlers.say(asker, msg.store_unavailable(str(e)))
+            except Exception:
+                log.exception("request failed")
+                try:
+                    handlers.say(asker, msg.internal_error())
+                except Exception:
+                    log.exception("could not tell the user about the failure")
+
+        if app.pool.try_submit(guarded) is None:
+            handlers.say(asker, msg.busy())
+
+    @app.middleware
+    def drop_repeats(
+        req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
+    ) -> BoltResponse:
+        key = _dedupe_key(req.body)
+        if key is not None and not seen.first_time(key):
+            retry = (req.headers.get("x-slack-retry-num") or ["-"])[0]
+            log.info("dropping repeated delivery %s (retry %s)", key, retry)
+            return BoltResponse(status=200, body="")
+        return next()
+
+    def run_command(asker: Asker, cmd: Command) -> None:
+        if isinstance(cmd, WhyPending):
+            handlers.why_pending(asker, cmd)
+        elif isinstance(cmd, VerifyNode):
+            handlers.verify_node(asker, cmd)
+        elif isinstance(cmd, ListIncidents):
+            handlers.incidents(asker, cmd)
+        elif isinstance(cmd, ShowIncident):
+            handlers.incident(asker, cmd)
+        elif isinstance(cmd, ShowStats):
+            handlers.stats(asker, cmd)
+        else:
+            handlers.say(asker, msg.help_text())
+
+    @app.command("/gpu")
+    def on_gpu(ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+        try:
+            cmd = parse(str(command.get("text") or ""))
+        except (UsageError, InvalidNameError) as e:
+            ack(text=msg.malformed(str(e)), response_type="ephemeral")
+            return
+        if isinstance(cmd, Help):
+            ack(text=msg.help_text(), response_type="ephemeral")
+            return
+        if isinstance(cmd, WhyPending):
+            ack(
+                text=msg.working(namespace=cmd.namespace or "…", name=cmd.name),
+                response_type="ephemeral",
+            )
+        else:
+            ack()
+        asker = Asker(user=command["user_id"], channel=command.get("channel_id"), respond=respond)
+        later(asker, lambda: run_command(asker, cmd))
+
+    @app.event("app_mention")
+    def on_mention(event: dict[str, Any]) -> None:
+        channel = event.get("channel")
+        asker = Asker(
+            user=str(event.get("user") or ""),
+            channel=channel,
+            thread_ts=event.get("thread_ts") or event.get("ts"),
+        )
+        try:
+            cmd = parse_mention(str(event.get("text") or ""))
+        except (UsageError, InvalidNameError) as e:
+            problem = msg.malformed(str(e))
+            later(asker, lambda: handlers.say(asker, problem))
+            return
+        later(asker, lambda: run_command(asker, cmd))
+
+    for action_id in (ACTION_RERUN, ACTION_RESOLVE, ACTION_ESCALATE):
+
+        @app.action(action_id)
+        def on_button(ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+            ack()
+            asker = Asker(
+                user=body["user"]["id"],
+                channel=(body.get("channel") or {}).get("id"),
+                respond=respond,
+            )
+            later(asker, lambda: buttons.press(body=body, respond=respond))
+
+    return app
+
+
+def _dedupe_key(body: dict[str, Any]) -> str | None:
+    """One key per user action: the event id for events, the trigger id for commands/buttons."""
+    if body.get("event_id"):
+        return f"event:{body['event_id']}"
+    if body.get("trigger_id"):
+        return f"trigger:{body['trigger_id']}"
+    return None

@@ -1,0 +1,246 @@
+"""What each `/gpu` command, mention and button does once acknowledged (runs on the worker pool).
+
+Listeners in `bot.app` only parse and `ack()`; everything here may be slow (cluster, database,
+Slack Web API) and never runs on Slack's request path. Replies go to one of two places: the
+requester privately (`response_url`), or a channel thread (`chat.postMessage`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot import messages as msg
+from bot.commands import ListIncidents, ShowIncident, ShowStats, VerifyNode, WhyPending
+from bot.mrkdwn import escape
+from bot.policy import AccessPolicy, UsergroupCache, Viewer
+from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
+from bot.render import ButtonRef, headline_text, report_blocks
+from incidents.errors import IncidentStoreError
+from incidents.values import IncidentStatus
+from triage import (
+    ForbiddenError,
+    InvalidNameError,
+    NotFoundError,
+    SourceError,
+    UnavailableError,
+)
+
+log = logging.getLogger(__name__)
+
+Respond = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who asked, where, and how to answer them privately (None for mentions)."""
+
+    user: str
+    channel: str | None
+    respond: Respond | None = None
+    thread_ts: str | None = None  # set for mentions: answer in that thread
+
+
+class Handlers:
+    """The bot's behaviour, independent of how bolt delivers requests."""
+
+    def __init__(
+        self,
+        *,
+        client: WebClient,
+        service: TriageServiceLike,
+        store: IncidentStoreLike,
+        policy: AccessPolicy,
+        groups: UsergroupCache,
+    ) -> None:
+        self.client, self.service, self.store, self.policy = client, service, store, policy
+        self.groups = groups
+
+    # -- replies ---------------------------------------------------------------------------
+    def say(self, asker: Asker, text: str) -> None:
+        """A short private answer (or a thread reply for mentions)."""
+        if asker.respond is not None and asker.thread_ts is None:
+            asker.respond(text=text, response_type="ephemeral", replace_original=False)
+        elif asker.channel:
+            self.client.chat_postMessage(
+                channel=asker.channel, thread_ts=asker.thread_ts, text=text, unfurl_links=False
+            )
+
+    def viewer(self, asker: Asker) -> Viewer:
+        return self.policy.viewer(
+            user=asker.user, channel=asker.channel, groups_of=self.groups.groups_of
+        )
+
+    def channel_audience_is_operator(self, channel: str | None) -> bool:
+        return channel is not None and channel in self.policy.operators.channels
+
+    # -- why-pending -------------------------------------------------------------------------
+    def triage(self, asker: Asker, cmd: WhyPending) -> OutcomeLike | None:
+        """Run the triage for `asker`, answering errors; None when an error was answered."""
+        viewer = self.viewer(asker)
+        namespace = cmd.namespace or viewer.default_namespace
+        if namespace is None:
+            self.say(asker, msg.no_namespace())
+            return None
+        if not viewer.may_see(namespace):
+            # Exactly the not-found answer: a tenant learns nothing about other namespaces.
+            self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
+            return None
+        try:
+            return self.service.run(
+                cluster=cmd.cluster,
+                namespace=namespace,
+                name=cmd.name,
+                requested_by=asker.user,
+                channel=asker.channel,
+            )
+        except NotFoundError:
+            self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
+        except InvalidNameError as e:
+            self.say(asker, msg.invalid_name(str(e)))
+        except UnavailableError as e:
+            self.say(asker, msg.cluster_unavailable(str(e)))
+        except ForbiddenError as e:
+            self.say(asker, msg.cluster_forbidden(str(e)))
+        except SourceError as e:
+            self.say(asker, msg.source_error(str(e)))
+        except LookupError as e:  # an unknown --cluster name
+            self.say(asker, msg.unknown_cluster(str(e).strip("'\"")))
+        return None
+
+    def why_pending(self, asker: Asker, cmd: WhyPending) -> None:
+        outcome = self.triage(asker, cmd)
+        if outcome is None:
+            return
+        report = outcome.report
+        incident = outcome.incident
+        ref = ButtonRef(
+            cluster=cmd.cluster,
+            namespace=report.pod.namespace,
+            name=cmd.name,
+            incident_id=None if incident is None else str(incident.id),
+        )
+        in_channel = asker.channel is not None and not asker.channel.startswith("D")
+        private = asker.respond is not None and asker.thread_ts is None
+        if not in_channel or (private and incident is None and not report.blocked):
+            self._reply_private(asker, outcome, ref=ref)
+            return
+        assert asker.channel is not None
+        thread_ts = asker.thread_ts
+        if incident is not None and incident.thread_ts and incident.channel == asker.channel:
+            thread_ts = incident.thread_ts  # the open incident's thread: keep follow-ups there
+        blocks = report_blocks(
+            report, include_detail=self.channel_audience_is_operator(asker.channel), ref=ref
+        )
+        if outcome.store_error:
+            blocks.append(_note(msg.store_warning(outcome.store_error)))
+        try:
+            posted = self.client.chat_postMessage(
+                channel=asker.channel,
+                thread_ts=thread_ts,
+                text=headline_text(report),
+                blocks=blocks,
+                unfurl_links=False,
+            )
+        except SlackApiError as e:
+            if private and _error_code(e) in ("not_in_channel", "channel_not_found"):
+                self._reply_private(asker, outcome, ref=ref)
+                return
+            raise
+        root = thread_ts or str(posted.get("ts"))
+        if incident is not None and (
+            incident.thread_ts is None or incident.channel != asker.channel
+        ):
+            try:
+                self.store.attach_thread(incident.id, channel=asker.channel, thread_ts=root)
+            except IncidentStoreError as e:
+                log.warning("could not attach thread to incident %s: %s", incident.id, e)
+
+    def _reply_private(self, asker: Asker, outcome: OutcomeLike, *, ref: ButtonRef) -> None:
+        viewer = self.viewer(asker)
+        blocks = report_blocks(outcome.report, include_detail=viewer.operator, ref=ref)
+        if outcome.store_error:
+            blocks.append(_note(msg.store_warning(outcome.store_error)))
+        if asker.respond is not None:
+            asker.respond(
+                text=headline_text(outcome.report),
+                blocks=blocks,
+                response_type="ephemeral",
+                replace_original=False,
+            )
+        elif asker.channel:
+            self.client.chat_postMessage(
+                channel=asker.channel,
+                thread_ts=asker.thread_ts,
+                text=headline_text(outcome.report),
+                blocks=blocks,
+            )
+
+    # -- other commands ----------------------------------------------------------------------
+    def verify_node(self, asker: Asker, cmd: VerifyNode) -> None:
+        if not self.viewer(asker).operator:
+            self.say(asker, msg.operator_only())
+            return
+        self.say(asker, msg.verify_unavailable())
+
+    def incidents(self, asker: Asker, cmd: ListIncidents) -> None:
+        viewer = self.viewer(asker)
+        candidates = [
+            *self.store.list(status=IncidentStatus.OPEN, limit=200),
+            *self.store.list(status=IncidentStatus.ACKNOWLEDGED, limit=200),
+        ]
+        open_ = [i for i in candidates if viewer.may_see(i.namespace)][:20]
+        if not open_:
+            self.say(asker, msg.no_incidents())
+            return
+        lines = [
+            msg.incident_line(
+                incident_id=str(i.id),
+                status=i.status.value,
+                layer=None if i.failing_layer is None else i.failing_layer.value,
+                namespace=i.namespace,
+                name=i.name,
+            )
+            for i in open_
+        ]
+        self.say(asker, "\n".join(lines))
+
+    def incident(self, asker: Asker, cmd: ShowIncident) -> None:
+        inc = self.store.get(cmd.incident_id)
+        if inc is None or not self.viewer(asker).may_see(inc.namespace):
+            self.say(asker, msg.incident_not_found(str(cmd.incident_id)))
+            return
+        text = msg.incident_line(
+            incident_id=str(inc.id),
+            status=inc.status.value,
+            layer=None if inc.failing_layer is None else inc.failing_layer.value,
+            namespace=inc.namespace,
+            name=inc.name,
+        )
+        self.say(asker, f"{text}\n{escape(inc.headline)}")
+
+    def stats(self, asker: Asker, cmd: ShowStats) -> None:
+        s = self.store.stats()
+        lines = [
+            msg.stats_line(label="open now", count=s.open_now),
+            msg.stats_line(label="resolved", count=s.resolved),
+            msg.stats_line(label="total", count=s.total),
+        ]
+        lines += [
+            msg.stats_line(label=f"{layer.value}", count=n) for layer, n in s.by_layer.items()
+        ]
+        self.say(asker, "\n".join(lines))
+
+
+def _note(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _error_code(e: SlackApiError) -> str:
+    data = getattr(e.response, "data", None)
+    return str(data.get("error", "")) if isinstance(data, dict) else ""

@@ -1,0 +1,144 @@
+"""Every sentence the bot says to a user, in one place so wording is reviewed together.
+
+Values interpolated here are escaped by the caller's choice of helper: names typed by users or
+read from a cluster go through `mrkdwn.code` / `mrkdwn.escape` before they reach Slack.
+"""
+
+from __future__ import annotations
+
+from bot.mrkdwn import code, escape
+
+USAGE = (
+    "*Usage*\n"
+    "• `/gpu why-pending <pod> [-n <namespace>] [--cluster <name>]`: why a GPU pod or job "
+    "is not running\n"
+    "• `/gpu verify-node <node>`: post-install checks for one GPU node\n"
+    "• `/gpu incidents`: open incidents\n"
+    "• `/gpu incident <id>`: one incident\n"
+    "• `/gpu stats`: incident counts per layer\n"
+    "• `/gpu help`: this message\n"
+    "In a channel you can also mention me: `@gpu-triage why-pending <pod>`."
+)
+
+
+def help_text() -> str:
+    return USAGE
+
+
+def malformed(problem: str) -> str:
+    return f":warning: {escape(problem)}\n\n{USAGE}"
+
+
+def unknown_command(word: str) -> str:
+    return malformed(f"I don't know the command {word!r}.")
+
+
+def working(*, namespace: str, name: str) -> str:
+    return f":hourglass_flowing_sand: Triaging {code(namespace + '/' + name)}…"
+
+
+def not_found(*, namespace: str, name: str) -> str:
+    # The same sentence for "no such pod", "no such namespace" and "not yours to see".
+    return (
+        f"No pod or workload named {code(name)} in namespace {code(namespace)} "
+        "that you can see. Check the name and namespace (`-n <namespace>`)."
+    )
+
+
+def invalid_name(reason: str) -> str:
+    return f":warning: {escape(reason)}"
+
+
+def no_namespace() -> str:
+    return ":warning: Which namespace? This channel has no default namespace; add `-n <namespace>`."
+
+
+def cluster_unavailable(reason: str) -> str:
+    return f":x: The cluster could not be read: {escape(reason)}. Try again in a minute."
+
+
+def cluster_forbidden(reason: str) -> str:
+    return f":x: The bot may not read what it needs: {escape(reason)}."
+
+
+def source_error(reason: str) -> str:
+    return f":x: Triage failed: {escape(reason)}."
+
+
+def unknown_cluster(name: str) -> str:
+    return f":warning: I don't serve a cluster named {code(name)}."
+
+
+def internal_error() -> str:
+    return ":x: Something went wrong inside the bot; the operators have the log. Try again later."
+
+
+def busy() -> str:
+    return ":hourglass: Too many triages are running right now. Try again in a minute."
+
+
+def store_warning(reason: str) -> str:
+    return f"_The incident could not be recorded ({escape(reason)}); the triage itself is above._"
+
+
+def store_unavailable(reason: str) -> str:
+    return f":x: The incident store is unavailable: {escape(reason)}."
+
+
+def operator_only() -> str:
+    return ":lock: Only operators can do that."
+
+
+def verify_unavailable() -> str:
+    return ":construction: `verify-node` is not available in this build yet."
+
+
+def no_incidents() -> str:
+    return "No open incidents. :tada:"
+
+
+def incident_not_found(incident_id: str) -> str:
+    return f"No incident {code(incident_id)}."
+
+
+def incident_resolved(*, incident_id: str, user: str) -> str:
+    return f":white_check_mark: Incident {code(incident_id)} resolved by <@{user}>."
+
+
+def incident_already(*, incident_id: str, status: str) -> str:
+    return f"Incident {code(incident_id)} is already {escape(status)}."
+
+
+def rerun_posted(*, user: str) -> str:
+    return f":repeat: Re-run by <@{user}>:"
+
+
+def escalated(*, channel: str, user: str) -> str:
+    return f":rotating_light: Escalated to {channel} by <@{user}>."
+
+
+def escalation_summary(*, layer: str, headline: str, permalink: str | None, user: str) -> str:
+    link = f" <{permalink}|Open the incident thread>" if permalink else ""
+    return (
+        f":rotating_light: <@{user}> escalates a GPU incident to you. "
+        f"Failing layer: *{escape(layer)}*. {escape(headline)}.{link}"
+    )
+
+
+def no_owner_channel() -> str:
+    return ":warning: The owner route has no Slack channel configured; nothing to escalate to."
+
+
+def escalation_failed(reason: str) -> str:
+    return f":x: Could not post to the owner's channel: {escape(reason)}."
+
+
+def incident_line(
+    *, incident_id: str, status: str, layer: str | None, namespace: str, name: str
+) -> str:
+    where = code(f"{namespace}/{name}")
+    return f"• {code(incident_id)} {where}: {escape(layer or 'not blocked')} ({escape(status)})"
+
+
+def stats_line(*, label: str, count: int) -> str:
+    return f"• {escape(label)}: {count}"

@@ -1,0 +1,227 @@
+"""Who may ask about which namespaces, and who is an operator: access policy as validated data.
+
+A tenant is mapped to namespaces through their Slack user id, a user group they belong to, or
+the channel they ask in. Operators see every namespace and operator-only detail. Anyone else
+sees nothing: a namespace outside their grant answers exactly like a pod that does not exist.
+
+User-group membership is looked up with `usergroups.users.list` and cached for a short while
+(`UsergroupCache`), because policy decisions happen on every command.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from triage import InvalidNameError, validate_namespace
+
+log = logging.getLogger(__name__)
+
+_USER = r"^[UW][A-Z0-9]+$"
+_GROUP = r"^S[A-Z0-9]+$"
+_CHANNEL = r"^[CGD][A-Z0-9]+$"
+
+
+class PolicyError(ValueError):
+    """The access policy file is missing or invalid; the message names the file and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Principals(_Strict):
+    users: list[str] = Field(default_factory=list)
+    usergroups: list[str] = Field(default_factory=list)
+    channels: list[str] = Field(default_factory=list)
+
+    @field_validator("users")
+    @classmethod
+    def _users(cls, v: list[str]) -> list[str]:
+        return _check_ids(v, pattern=_USER, what="user id")
+
+    @field_validator("usergroups")
+    @classmethod
+    def _groups(cls, v: list[str]) -> list[str]:
+        return _check_ids(v, pattern=_GROUP, what="user group id")
+
+    @field_validator("channels")
+    @classmethod
+    def _channels(cls, v: list[str]) -> list[str]:
+        return _check_ids(v, pattern=_CHANNEL, what="channel id")
+
+
+class Tenant(Principals):
+    name: str = Field(min_length=1)
+    namespaces: list[str] = Field(min_length=1)
+    default_namespace: str | None = None
+
+    @field_validator("namespaces")
+    @classmethod
+    def _namespaces(cls, v: list[str]) -> list[str]:
+        try:
+            return [validate_namespace(ns) for ns in v]
+        except InvalidNameError as e:
+            raise ValueError(str(e)) from None
+
+    def model_post_init(self, __context: object) -> None:
+        if self.default_namespace is not None and self.default_namespace not in self.namespaces:
+            raise ValueError(f"default_namespace {self.default_namespace!r} is not in namespaces")
+
+    @property
+    def default(self) -> str:
+        return self.default_namespace or self.namespaces[0]
+
+
+class Defaults(_Strict):
+    """Default namespace per channel or user, for operators and anyone else it suits."""
+
+    channels: dict[str, str] = Field(default_factory=dict)
+    users: dict[str, str] = Field(default_factory=dict)
+
+
+class AccessPolicy(_Strict):
+    """The whole policy file. An empty policy lets nobody in except listed operators."""
+
+    operators: Principals = Field(default_factory=Principals)
+    tenants: list[Tenant] = Field(default_factory=list)
+    defaults: Defaults = Field(default_factory=Defaults)
+
+    def usergroups(self) -> set[str]:
+        groups = set(self.operators.usergroups)
+        for t in self.tenants:
+            groups.update(t.usergroups)
+        return groups
+
+    def viewer(
+        self, *, user: str, channel: str | None, groups_of: Callable[[str], Iterable[str]]
+    ) -> Viewer:
+        """Resolve what `user` asking in `channel` may see. `groups_of(user)` lists their groups."""
+        member_of: set[str] | None = None
+
+        def in_groups(wanted: list[str]) -> bool:
+            nonlocal member_of
+            if not wanted:
+                return False
+            if member_of is None:
+                member_of = set(groups_of(user))
+            return bool(member_of.intersection(wanted))
+
+        def matches(p: Principals) -> bool:
+            return (
+                user in p.users
+                or (channel is not None and channel in p.channels)
+                or in_groups(p.usergroups)
+            )
+
+        operator = matches(self.operators)
+        namespaces: set[str] = set()
+        default: str | None = self.defaults.users.get(user)
+        if default is None and channel is not None:
+            default = self.defaults.channels.get(channel)
+        by_channel = next((t for t in self.tenants if channel and channel in t.channels), None)
+        for tenant in self.tenants:
+            if matches(tenant):
+                namespaces.update(tenant.namespaces)
+        if default is None and by_channel is not None:
+            default = by_channel.default
+        if default is None:
+            default = next((t.default for t in self.tenants if user in t.users), None)
+        return Viewer(
+            user=user,
+            operator=operator,
+            namespaces=frozenset(namespaces),
+            default_namespace=default,
+        )
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """One user's view: operators see everything, tenants their mapped namespaces."""
+
+    user: str
+    operator: bool
+    namespaces: frozenset[str]
+    default_namespace: str | None
+
+    def may_see(self, namespace: str) -> bool:
+        return self.operator or namespace in self.namespaces
+
+
+def _check_ids(values: list[str], *, pattern: str, what: str) -> list[str]:
+    import re
+
+    bad = [v for v in values if not re.fullmatch(pattern, v)]
+    if bad:
+        raise ValueError(f"not a Slack {what}: {bad[0]!r}")
+    return values
+
+
+def load_policy(path: str | Path | None) -> AccessPolicy:
+    """Read and validate the policy file; `None` gives the empty policy (operators only)."""
+    if path is None:
+        return AccessPolicy()
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise PolicyError(f"cannot read access policy {p}: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise PolicyError(f"access policy {p} is not valid YAML: {e}".splitlines()[0]) from e
+    try:
+        return AccessPolicy.model_validate(data or {})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise PolicyError(f"access policy {p}: {where}: {msg}") from None
+
+
+class UsergroupCache:
+    """Members of user groups, fetched with `usergroups.users.list` and kept for `ttl` seconds.
+
+    Only the groups the policy names are looked up. A failed lookup counts as "no members"
+    (fail closed) and is retried on the next expiry.
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Iterable[str],
+        fetch: Callable[[str], list[str]],
+        ttl: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._groups = sorted(set(groups))
+        self._fetch = fetch
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._fetching = threading.Lock()
+        self._members: dict[str, tuple[float, frozenset[str]]] = {}
+
+    def groups_of(self, user: str) -> list[str]:
+        return [g for g in self._groups if user in self._members_of(g)]
+
+    def _members_of(self, group: str) -> frozenset[str]:
+        with self._fetching:  # single flight: concurrent misses wait for one lookup
+            now = self._clock()
+            with self._lock:
+                hit = self._members.get(group)
+                if hit is not None and now - hit[0] < self._ttl:
+                    return hit[1]
+            try:
+                members = frozenset(self._fetch(group))
+            except Exception:  # Slack errors must not open access: fail closed
+                log.warning("usergroups.users.list failed for %s; treating as empty", group)
+                members = frozenset()
+            with self._lock:
+                self._members[group] = (now, members)
+            return members

@@ -1,0 +1,63 @@
+"""What the bot needs from the triage service and the incident store, as typed Protocols.
+
+The bot depends on these shapes, not on the concrete classes, so its tests and the real
+`gpu_triage.service.TriageService` / `incidents.IncidentStore` are interchangeable here.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from incidents.values import Incident, IncidentStatus, Stats
+from triage import Layer, TriageReport
+
+
+class OutcomeLike(Protocol):
+    @property
+    def report(self) -> TriageReport: ...
+
+    @property
+    def incident(self) -> Incident | None: ...
+
+    @property
+    def created(self) -> bool: ...
+
+    @property
+    def store_error(self) -> str | None: ...
+
+    @property
+    def duration_ms(self) -> float: ...
+
+
+class TriageServiceLike(Protocol):
+    def run(
+        self,
+        *,
+        cluster: str | None,
+        namespace: str,
+        name: str,
+        requested_by: str | None,
+        channel: str | None = None,
+    ) -> OutcomeLike: ...
+
+
+class IncidentStoreLike(Protocol):
+    def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None: ...
+
+    def open_incident_for(self, *, cluster: str, namespace: str, name: str) -> Incident | None: ...
+
+    def set_status(
+        self, incident_id: int, status: IncidentStatus, *, by: str | None
+    ) -> Incident: ...
+
+    def get(self, incident_id: int) -> Incident | None: ...
+
+    def list(
+        self,
+        *,
+        status: IncidentStatus | None = None,
+        layer: Layer | None = None,
+        limit: int = 50,
+    ) -> list[Incident]: ...
+
+    def stats(self) -> Stats: ...

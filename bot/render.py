@@ -1,0 +1,224 @@
+"""Block Kit for a `TriageReport`: the Slack sink of the platform-neutral report.
+
+Order follows what an on-call engineer needs first: the failing layer in plain words, the key
+evidence, who owns it, what to do next, then buttons. Every string from the cluster goes through
+`mrkdwn.escape`; Slack's size limits are enforced here, not hoped for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bot.mrkdwn import code, escape, plain, truncate
+from triage import Layer, OwnerRoute, Status, TriageReport
+
+MAX_BLOCKS = 50
+MAX_SECTION = 3000
+MAX_HEADER = 150
+MAX_BUTTON_VALUE = 2000
+EVIDENCE_SHOWN = 8
+LINE_LIMIT = 300
+
+ACTION_RERUN = "gpu_rerun"
+ACTION_RESOLVE = "gpu_resolve"
+ACTION_ESCALATE = "gpu_escalate"
+
+Block = dict[str, Any]
+
+_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{6,}$")
+_STATUS_ICON = {
+    Status.OK: ":white_check_mark:",
+    Status.WARN: ":warning:",
+    Status.FAIL: ":x:",
+    Status.UNKNOWN: ":grey_question:",
+    Status.SKIPPED: ":heavy_minus_sign:",
+}
+
+
+@dataclass(frozen=True)
+class ButtonRef:
+    """What a button press needs to find its triage again. Serialised into the button value."""
+
+    cluster: str | None
+    namespace: str
+    name: str
+    incident_id: str | None = None
+
+    def to_value(self) -> str:
+        raw = {"c": self.cluster, "n": self.namespace, "p": self.name, "i": self.incident_id}
+        value = json.dumps(raw, separators=(",", ":"))
+        if len(value) > MAX_BUTTON_VALUE:  # cannot happen with DNS-1123 names; guard anyway
+            raise ValueError("button value too long")
+        return value
+
+    @classmethod
+    def from_value(cls, value: str) -> ButtonRef:
+        raw = json.loads(value)
+        if not isinstance(raw, dict) or not isinstance(raw.get("n"), str):
+            raise ValueError("malformed button value")
+        return cls(
+            cluster=raw.get("c"),
+            namespace=raw["n"],
+            name=str(raw.get("p", "")),
+            incident_id=None if raw.get("i") is None else str(raw["i"]),
+        )
+
+
+def section(text: str) -> Block:
+    return {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": truncate(text, limit=MAX_SECTION)},
+    }
+
+
+def context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": truncate(text, limit=3000)}]}
+
+
+def bullet_list(lines: list[str], *, shown: int = EVIDENCE_SHOWN) -> str:
+    """Escaped bullets, at most `shown` of them, then "… and N more"."""
+    out = [f"• {escape(truncate(line, limit=LINE_LIMIT))}" for line in lines[:shown]]
+    if len(lines) > shown:
+        out.append(f"… and {len(lines) - shown} more")
+    return "\n".join(out)
+
+
+def channel_link(channel: str) -> str:
+    """`<#C123>` for a channel id (Slack renders the name); escaped text for a `#name`."""
+    return f"<#{channel}>" if _CHANNEL_ID.match(channel) else escape(channel)
+
+
+def owner_text(owner: OwnerRoute) -> str:
+    parts = [f"*Owner:* {escape(owner.team)}"]
+    if owner.channel:
+        parts.append(channel_link(owner.channel))
+    if owner.usergroup and re.fullmatch(r"S[A-Z0-9]+", owner.usergroup):
+        parts.append(f"<!subteam^{owner.usergroup}>")
+    return " · ".join(parts)
+
+
+def headline_text(report: TriageReport) -> str:
+    """Notification fallback text: plain words, escaped."""
+    ref = f"{report.pod.namespace}/{report.pod.name}"
+    if report.failing_layer is None:
+        return escape(f"{ref}: not blocked. {report.headline}")
+    return escape(f"{ref}: blocked at {report.failing_layer.value}. {report.headline}")
+
+
+def report_blocks(
+    report: TriageReport,
+    *,
+    include_detail: bool,
+    ref: ButtonRef,
+    buttons: bool = True,
+) -> list[Block]:
+    """The full reply. `include_detail` is False for tenant audiences (operator-only lines)."""
+    layer = report.failing_layer
+    pod = report.pod
+    title = "Not blocked" if layer is None else f"Blocked at {layer.value}: {layer.label}"
+    blocks: list[Block] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": truncate(plain(title), limit=MAX_HEADER)},
+        },
+    ]
+    where = f"{pod.kind} {code(pod.namespace + '/' + pod.name)}"
+    if pod.pod and pod.pod != pod.name:
+        where += f" (pod {code(pod.pod)})"
+    if pod.node:
+        where += f" on {code(pod.node)}"
+    if layer is None:
+        lead = f"*Nothing blocks it.* {escape(report.headline)}"
+    else:
+        lead = f"*Failing layer:* {escape(layer.label)} ({code(layer.value)})"
+        lead += "\n" + escape(report.headline)
+    blocks.append(section(f"{lead}\n{where} · cluster {code(report.cluster)}"))
+
+    if layer is not None:
+        finding = report.finding(layer)
+        lines = list(finding.evidence)
+        if include_detail:
+            lines += [f"[operator] {d}" for d in finding.detail]
+        if lines:
+            blocks.append(section("*Evidence*\n" + bullet_list(lines)))
+    side = [
+        f for f in report.findings if f.layer != layer and f.status in (Status.FAIL, Status.WARN)
+    ]
+    for f in side[:3]:
+        extra = list(f.evidence) + (list(f.detail) if include_detail else [])
+        icon = _STATUS_ICON[f.status]
+        text = f"{icon} *Side finding ({escape(f.layer.value)}):* {escape(f.summary)}"
+        if extra:
+            text += "\n" + bullet_list(extra, shown=3)
+        blocks.append(section(text))
+
+    if report.owner is not None and layer is not None:
+        blocks.append(section(owner_text(report.owner)))
+    if report.remediation:
+        steps = [
+            f"{i}. {escape(truncate(s, limit=LINE_LIMIT))}"
+            for i, s in enumerate(report.remediation[:6], 1)
+        ]
+        if len(report.remediation) > 6:
+            steps.append(f"… and {len(report.remediation) - 6} more")
+        blocks.append(section("*Next steps*\n" + "\n".join(steps)))
+    if include_detail and report.verification:
+        blocks.append(section("*Verify*\n" + bullet_list(report.verification, shown=5)))
+
+    layers = " · ".join(f"{_STATUS_ICON[f.status]} {f.layer.value}" for f in report.findings)
+    note = f" · {escape(report.data_age_note)}" if report.data_age_note else ""
+    blocks.append(context(layers + note))
+    if buttons:
+        blocks.append(action_buttons(ref, escalate=layer is not None))
+    return blocks[:MAX_BLOCKS]
+
+
+def action_buttons(ref: ButtonRef, *, escalate: bool) -> Block:
+    value = ref.to_value()
+    elements: list[Block] = [
+        _button("Re-run", ACTION_RERUN, value),
+        _button("Resolve", ACTION_RESOLVE, value, style="primary"),
+    ]
+    if escalate:
+        elements.append(_button("Escalate to owner", ACTION_ESCALATE, value, style="danger"))
+    return {"type": "actions", "block_id": "gpu_actions", "elements": elements}
+
+
+def _button(label: str, action_id: str, value: str, *, style: str | None = None) -> Block:
+    button: Block = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": label},
+        "value": value,
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def without_buttons(blocks: list[Block], *, note: str) -> list[Block]:
+    """The same message after Resolve: buttons replaced by a one-line note (already escaped)."""
+    kept = [b for b in blocks if b.get("type") != "actions"]
+    return [*kept, context(note)][:MAX_BLOCKS]
+
+
+def escalation_blocks(report: TriageReport, *, summary: str) -> list[Block]:
+    """Summary for the owner's channel: headline, key evidence (tenant-safe), the link back."""
+    blocks = [section(summary)]
+    if report.failing_layer is not None:
+        ev = report.finding(report.failing_layer).evidence
+        if ev:
+            blocks.append(section(bullet_list(list(ev), shown=5)))
+    return blocks
+
+
+def layer_label(layer: str | None) -> str:
+    if layer is None:
+        return "not blocked"
+    try:
+        return Layer(layer).label
+    except ValueError:
+        return layer

@@ -1,0 +1,124 @@
+"""Serving the bolt app: HTTP (Events API) or Socket Mode, plus `/healthz` and `/metrics`.
+
+Why not `App.start()`: bolt's built-in server serves only the Slack path and is documented as
+development-only. Its WSGI adapter (`SlackRequestHandler`) is the production entry point, so we
+mount it in a tiny WSGI router next to the probes and serve that with the stdlib's threading
+WSGI server (one thread per request; the triage work itself is on the app's bounded pool).
+In Socket Mode the same router still serves the probes and metrics on PORT; Slack traffic
+arrives over the WebSocket instead of `/slack/events`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+from bot.app import TriageApp
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIEnvironment
+
+log = logging.getLogger(__name__)
+
+SLACK_PATH = "/slack/events"
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("%s - " + format, self.address_string(), *args)
+
+
+class Router:
+    """WSGI app: `/slack/events` → bolt, `/healthz` and `/readyz` → probes, `/metrics`."""
+
+    def __init__(
+        self,
+        app: TriageApp,
+        *,
+        metrics: Callable[[], tuple[bytes, str]],
+        slack: bool = True,
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.slack = SlackRequestHandler(app, path=SLACK_PATH) if slack else None
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        if path in ("/healthz", "/livez") and method in ("GET", "HEAD"):
+            return _plain(start_response, "200 OK", b"ok\n")
+        if path == "/readyz" and method in ("GET", "HEAD"):
+            if self.app.pool.closed:
+                return _plain(start_response, "503 Service Unavailable", b"shutting down\n")
+            return _plain(start_response, "200 OK", b"ready\n")
+        if path == "/metrics" and method == "GET":
+            body, content_type = self.metrics()
+            start_response("200 OK", [("Content-Type", content_type)])
+            return [body]
+        if self.slack is not None and path == SLACK_PATH:
+            return self.slack(environ, start_response)
+        return _plain(start_response, "404 Not Found", b"not found\n")
+
+
+def _plain(start_response: StartResponse, status: str, body: bytes) -> list[bytes]:
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
+    return [body]
+
+
+class Server:
+    """The running bot: a WSGI server on `host:port`, optionally a Socket Mode connection."""
+
+    def __init__(
+        self,
+        app: TriageApp,
+        *,
+        host: str,
+        port: int,
+        metrics: Callable[[], tuple[bytes, str]],
+        app_token: str | None = None,
+    ) -> None:
+        self.app = app
+        self.router = Router(app, metrics=metrics, slack=app_token is None)
+        self.httpd = make_server(
+            host, port, self.router, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+        )
+        self._socket_mode = None
+        if app_token is not None:
+            from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+            self._socket_mode = SocketModeHandler(app, app_token)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> None:
+        """Serve in background threads (tests); `serve_forever()` blocks (the CLI)."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        if self._socket_mode is not None:
+            self._socket_mode.connect()  # type: ignore[no-untyped-call]
+
+    def serve_forever(self) -> None:
+        if self._socket_mode is not None:
+            self._socket_mode.connect()  # type: ignore[no-untyped-call]
+        self.httpd.serve_forever()
+
+    def stop(self) -> None:
+        if self._socket_mode is not None:
+            self._socket_mode.close()  # type: ignore[no-untyped-call]
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.app.close(wait=True)

@@ -1,0 +1,121 @@
+"""`gpu-triage bot`: run the Slack app (HTTP Events API, or Socket Mode with SLACK_APP_TOKEN).
+
+Everything is read and checked before the first request: settings, access policy, playbook,
+the incident database (migrated to head), the cluster source and the Slack token (auth.test).
+Any failure there is one line naming what to fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from types import FrameType
+from typing import Any
+
+from bot.app import create_app
+from bot.policy import PolicyError, load_policy
+from bot.server import Server
+from gpu_triage.errors import UserError
+from gpu_triage.metrics import Metrics
+from gpu_triage.service import TriageService
+from gpu_triage.settings import load_settings
+from gpu_triage.sources import open_source
+from incidents.store import IncidentStore
+from triage import ClusterSource, EngineConfig, load_playbook
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "bot",
+        help="run the Slack bot (/gpu commands)",
+        description="Run the Slack bot. Secrets come from the environment: "
+        "SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN, optional SLACK_APP_TOKEN (Socket Mode), "
+        "SLACK_API_URL, DATABASE_URL.",
+    )
+    p.add_argument("--port", type=int, help="HTTP port (default: $PORT or 3000)")
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
+    p.add_argument(
+        "--snapshot", help="serve this snapshot instead of a live cluster ($GPU_TRIAGE_SNAPSHOT)"
+    )
+    p.add_argument("--playbook", help="playbook YAML ($GPU_TRIAGE_PLAYBOOK; default: bundled)")
+    p.add_argument("--access-policy", help="access policy YAML ($GPU_TRIAGE_ACCESS_POLICY)")
+    p.add_argument("--database-url", help="incident database ($DATABASE_URL)")
+    p.add_argument("--cluster-name", help="name users pass as --cluster ($GPU_TRIAGE_CLUSTER)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: current context)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(
+        port=args.port,
+        snapshot=args.snapshot,
+        playbook=args.playbook,
+        access_policy=args.access_policy,
+        database_url=args.database_url,
+        cluster_name=args.cluster_name,
+    )
+    try:
+        policy = load_policy(settings.access_policy)
+    except PolicyError as e:
+        raise UserError(str(e)) from None
+    playbook = load_playbook(settings.playbook)
+    store = IncidentStore.from_url(settings.database_url)
+    store.upgrade()
+    source = open_source(
+        snapshot=settings.snapshot, kubeconfig=args.kubeconfig, context=args.context
+    )
+    names = {None, source.cluster_name, settings.cluster_name}
+
+    def source_for(cluster: str | None) -> ClusterSource:
+        if cluster not in names:
+            raise LookupError(cluster)
+        return source
+
+    metrics = Metrics(store=store)
+    service = TriageService(
+        source_for=source_for,
+        config=EngineConfig(operator_namespace=settings.operator_namespace),
+        playbook=playbook,
+        store=store,
+        metrics=metrics,
+    )
+    try:
+        app = create_app(settings, service=service, store=store, policy=policy)
+    except Exception as e:  # bolt raises BoltError / SlackApiError / URLError for auth.test
+        raise UserError(
+            f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
+        ) from None
+    app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
+    try:
+        server = Server(
+            app, host=args.host, port=settings.port, metrics=metrics.render, app_token=app_token
+        )
+    except OSError as e:
+        app.close()
+        raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
+    print(
+        f"gpu-triage bot: serving {source.cluster_name} via {mode}; health on :{server.port}/healthz",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__

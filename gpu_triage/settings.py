@@ -1,0 +1,100 @@
+"""Process settings from the environment, read once at startup and passed down explicitly.
+
+Secrets are `SecretStr` so they never show up in a repr or a log line. A missing or malformed
+variable becomes one `SettingsError` line naming the variable, never a pydantic dump.
+"""
+
+from __future__ import annotations
+
+from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from gpu_triage.errors import UserError
+
+_PLACEHOLDERS = frozenset({"", "changeme", "change-me", "xxx", "secret", "placeholder"})
+
+
+class SettingsError(UserError):
+    """A setting is missing or malformed. The message names the environment variable."""
+
+
+class Settings(BaseSettings):
+    """Everything `gpu-triage bot` reads from the environment.
+
+    `SLACK_APP_TOKEN` is optional: when set, the bot uses Socket Mode and opens no port for
+    Slack (it still serves `/healthz` and `/metrics` on `PORT`).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    slack_signing_secret: SecretStr = Field(validation_alias="SLACK_SIGNING_SECRET")
+    slack_bot_token: SecretStr = Field(validation_alias="SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    slack_api_url: AnyHttpUrl | None = Field(default=None, validation_alias="SLACK_API_URL")
+    port: int = Field(default=3000, ge=1, le=65535, validation_alias="PORT")
+    # None: the incident store's own default (SQLite under $GPU_TRIAGE_DATA_DIR).
+    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    snapshot: str | None = Field(default=None, validation_alias="GPU_TRIAGE_SNAPSHOT")
+    playbook: str | None = Field(default=None, validation_alias="GPU_TRIAGE_PLAYBOOK")
+    access_policy: str | None = Field(default=None, validation_alias="GPU_TRIAGE_ACCESS_POLICY")
+    cluster_name: str | None = Field(default=None, validation_alias="GPU_TRIAGE_CLUSTER")
+    operator_namespace: str = Field(
+        default="gpu-operator", validation_alias="GPU_TRIAGE_OPERATOR_NAMESPACE"
+    )
+    workers: int = Field(default=4, ge=1, le=64, validation_alias="GPU_TRIAGE_WORKERS")
+    max_pending: int = Field(default=32, ge=1, le=10_000, validation_alias="GPU_TRIAGE_MAX_PENDING")
+
+    @field_validator("slack_signing_secret", "slack_bot_token")
+    @classmethod
+    def _not_placeholder(cls, value: SecretStr) -> SecretStr:
+        if value.get_secret_value().strip().lower() in _PLACEHOLDERS:
+            raise ValueError("is empty or a placeholder")
+        return value
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _bot_token_shape(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().startswith("xoxb-"):
+            raise ValueError("must be a bot token starting with xoxb-")
+        return value
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        if not value.get_secret_value().startswith("xapp-"):
+            raise ValueError("must be an app-level token starting with xapp-")
+        return value
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.slack_app_token is not None
+
+    @property
+    def api_base_url(self) -> str:
+        """The Web API base URL with the trailing slash slack_sdk expects."""
+        if self.slack_api_url is None:
+            return "https://slack.com/api/"
+        url = str(self.slack_api_url)
+        return url if url.endswith("/") else url + "/"
+
+
+def _alias(field_name: str) -> str:
+    alias = Settings.model_fields[field_name].validation_alias
+    return alias if isinstance(alias, str) else field_name.upper()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """`Settings` from the environment plus CLI overrides, or a one-line SettingsError."""
+    clean = {_alias(k): v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**clean)  # type: ignore[arg-type]
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = str(err["loc"][0]) if err["loc"] else "settings"
+        name = loc if loc.isupper() else _alias(loc) if loc in Settings.model_fields else loc
+        if err["type"] == "missing":
+            raise SettingsError(f"{name} is not set") from None
+        reason = str(err["msg"]).removeprefix("Value error, ")
+        raise SettingsError(f"{name} is malformed: {reason}") from None

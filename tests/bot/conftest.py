@@ -1,0 +1,145 @@
+"""Fixtures: a fake Slack on loopback, the real store, service and engine, the real bolt app."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slack_sdk import WebClient
+
+from bot.app import TriageApp, create_app
+from bot.policy import AccessPolicy
+from bot.server import Server
+from gpu_triage.metrics import Metrics
+from gpu_triage.service import Outcome, TriageService
+from gpu_triage.settings import Settings, load_settings
+from incidents.store import IncidentStore
+from tests.bot.bot_cluster import SlowSource, objects
+from tests.bot.fake_slack import FakeSlack, FakeSlackServer
+from tests.bot.signed import SECRET, SlackSender
+from triage import ClusterSource
+
+POLICY: dict[str, Any] = {
+    "operators": {"users": ["UOPS"], "channels": ["COPS"]},
+    "tenants": [
+        {
+            "name": "team-a",
+            "namespaces": ["team-a"],
+            "users": ["UTENA"],
+            "usergroups": ["STEAMA"],
+            "channels": ["CTEAMA"],
+        },
+        {"name": "team-b", "namespaces": ["team-b"], "users": ["UTENB"]},
+    ],
+}
+
+
+class CountingService(TriageService):
+    """The real service, counting how often it ran (to prove retries triage once)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def run(self, **kw: Any) -> Outcome:
+        with self._lock:
+            self.count += 1
+        return super().run(**kw)
+
+
+@dataclass
+class Bot:
+    slack: SlackSender
+    fake: FakeSlack
+    app: TriageApp
+    server: Server
+    service: CountingService
+    store: IncidentStore
+    source: SlowSource
+    base_url: str
+
+    def thread_of(self, name: str, namespace: str = "team-a") -> str:
+        """Wait until the incident of `namespace/name` has its Slack thread; return its ts."""
+
+        def attached() -> bool:
+            inc = self.store.open_incident_for(cluster="demo", namespace=namespace, name=name)
+            return inc is not None and inc.thread_ts is not None
+
+        self.fake.wait(attached)
+        inc = self.store.open_incident_for(cluster="demo", namespace=namespace, name=name)
+        assert inc is not None and inc.thread_ts is not None
+        return inc.thread_ts
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    with FakeSlackServer() as state:
+        yield state
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> IncidentStore:
+    s = IncidentStore.from_url(f"sqlite:///{tmp_path / 'incidents.sqlite'}")
+    s.upgrade()
+    return s
+
+
+@pytest.fixture
+def settings(fake: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for var in ("SLACK_APP_TOKEN", "PORT", "DATABASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    return load_settings(
+        slack_signing_secret=SECRET,
+        slack_bot_token="xoxb-test",
+        slack_api_url=fake.api_url,
+        workers=4,
+        max_pending=8,
+    )
+
+
+@pytest.fixture
+def delay() -> float:
+    return 0.0
+
+
+@pytest.fixture
+def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float) -> Iterator[Bot]:
+    source = SlowSource(objects(), delay=delay)
+
+    def source_for(cluster: str | None) -> ClusterSource:
+        if cluster not in (None, "demo"):
+            raise LookupError(cluster)
+        return source
+
+    service = CountingService(source_for=source_for, store=store, metrics=Metrics(store=store))
+    client = WebClient(token="xoxb-test", base_url=fake.api_url)
+    app = create_app(
+        settings,
+        service=service,
+        store=store,
+        policy=AccessPolicy.model_validate(POLICY),
+        client=client,
+    )
+    metrics = service.metrics
+    assert metrics is not None
+    server = Server(app, host="127.0.0.1", port=0, metrics=metrics.render)
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        yield Bot(
+            slack=SlackSender(url=base + "/slack/events", fake_url=fake.url),
+            fake=fake,
+            app=app,
+            server=server,
+            service=service,
+            store=store,
+            source=source,
+            base_url=base,
+        )
+    finally:
+        server.stop()

@@ -1,0 +1,100 @@
+"""The bolt app over real HTTP: signatures, probes, ack time, retries."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
+from tests.bot.conftest import Bot
+from tests.bot.signed import SECRET
+
+
+def test_invalid_signature_is_rejected(bot: Bot) -> None:
+    body = bot.slack.command_body("why-pending train-x -n team-a")
+    reply = bot.slack.post(
+        body,
+        content_type="application/x-www-form-urlencoded",
+        signature="v0=" + "0" * 64,
+    )
+    assert reply.status == 401
+    time.sleep(0.2)
+    assert bot.service.count == 0
+    assert bot.fake.posts() == []
+
+
+def test_signature_with_another_secret_is_rejected(bot: Bot) -> None:
+    body = bot.slack.command_body("help")
+    ts = str(int(time.time()))
+    sig = SignatureVerifier("not-the-secret").generate_signature(timestamp=ts, body=body)
+    reply = bot.slack.post(
+        body, content_type="application/x-www-form-urlencoded", timestamp=int(ts), signature=sig
+    )
+    assert reply.status == 401
+
+
+def test_stale_timestamp_is_rejected(bot: Bot) -> None:
+    body = bot.slack.command_body("help")
+    old = int(time.time()) - 6 * 60
+    sig = SignatureVerifier(SECRET).generate_signature(timestamp=str(old), body=body)
+    reply = bot.slack.post(
+        body, content_type="application/x-www-form-urlencoded", timestamp=old, signature=sig
+    )
+    assert reply.status == 401
+
+
+def test_health_and_metrics(bot: Bot) -> None:
+    with urllib.request.urlopen(bot.base_url + "/healthz", timeout=5) as r:
+        assert r.status == 200
+    with urllib.request.urlopen(bot.base_url + "/readyz", timeout=5) as r:
+        assert r.status == 200
+    bot.slack.command("why-pending train-x -n team-a")
+    bot.fake.wait_posts(1)
+    with urllib.request.urlopen(bot.base_url + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'triages_total{layer="scheduling"} 1.0' in text
+    assert 'open_incidents{layer="scheduling"} 1.0' in text
+
+
+@pytest.mark.parametrize("delay", [5.0])
+def test_ack_is_immediate_under_a_5s_triage(bot: Bot) -> None:
+    reply = bot.slack.command("why-pending train-x -n team-a")
+    print(f"\nack time under a 5 s triage: {reply.seconds * 1000:.1f} ms")
+    assert reply.status == 200
+    assert reply.seconds < 1.0
+    assert "Triaging" in reply.json()["text"]
+    assert bot.fake.posts() == []  # the answer is still being worked out
+    posts = bot.fake.wait_posts(1, timeout=15)
+    assert posts[0].method == "chat.postMessage"
+    assert posts[0].args["channel"] == "COPS"
+
+
+@pytest.mark.parametrize("delay", [1.0])
+def test_event_retries_triage_once_and_post_once(bot: Bot) -> None:
+    first = bot.slack.mention("why-pending train-x -n team-a", event_id="EvRETRY")
+    retry = bot.slack.mention(
+        "why-pending train-x -n team-a",
+        event_id="EvRETRY",
+        headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
+    )
+    assert first.status == retry.status == 200
+    bot.fake.wait_posts(1)
+    time.sleep(1.5)
+    assert bot.service.count == 1
+    assert len(bot.fake.posts()) == 1
+
+
+def test_command_redelivery_with_same_trigger_runs_once(bot: Bot) -> None:
+    for _ in range(3):
+        r = bot.slack.command(
+            "why-pending train-x -n team-a",
+            trigger="trigger-same",
+            headers={"X-Slack-Retry-Num": "1"},
+        )
+        assert r.status == 200
+    bot.fake.wait_posts(1)
+    time.sleep(0.5)
+    assert bot.service.count == 1
+    assert len(bot.fake.posts()) == 1

@@ -1,0 +1,221 @@
+"""Pure parts of the bot: mrkdwn escaping, Block Kit limits, policy, settings, parsing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.commands import UsageError, WhyPending, parse, parse_mention
+from bot.mrkdwn import escape, truncate
+from bot.policy import AccessPolicy, PolicyError, UsergroupCache, load_policy
+from bot.render import MAX_BLOCKS, ButtonRef, report_blocks
+from gpu_triage.settings import SettingsError, load_settings
+from triage import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
+
+WJ = "\u2060"
+
+
+@pytest.mark.parametrize(
+    ("raw", "must_not_contain"),
+    [
+        ("<!channel>", "<!channel>"),
+        ("<!here|here>", "<!here"),
+        ("<@U123ABC>", "<@U"),
+        ("<http://evil.example|click here>", "<http"),
+        ("<#C123|general>", "<#C"),
+        ("<!subteam^S123>", "<!subteam"),
+        ("a & b", " & "),
+    ],
+)
+def test_escape_defuses_control_sequences(raw: str, must_not_contain: str) -> None:
+    out = escape(raw)
+    assert must_not_contain not in out
+    assert "<" not in out and ">" not in out
+
+
+def test_escape_keeps_the_text_readable() -> None:
+    assert escape("<!channel> & *x*").replace(WJ, "") == "&lt;!channel&gt; &amp; *x*"
+
+
+def test_escape_neutralises_formatting_and_broadcast_words() -> None:
+    out = escape("*bold* _it_ ~strike~ `code` @channel @here")
+    for pair in ("*bold*", "_it_", "~strike~", "`code`", "@channel", "@here"):
+        assert pair not in out
+    assert out.replace(WJ, "") == "*bold* _it_ ~strike~ `code` @channel @here"
+
+
+def test_truncate_never_splits_an_entity() -> None:
+    assert truncate("abc&amp;def", limit=6) == "abc…"
+    assert truncate("short", limit=10) == "short"
+
+
+def _report(evidence: list[str], *, detail: list[str] | None = None) -> TriageReport:
+    findings = [
+        Finding(layer=layer, status=Status.OK, summary="ok")
+        for layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.QUOTA)
+    ]
+    findings.insert(
+        2,
+        Finding(
+            layer=Layer.SCHEDULING,
+            status=Status.FAIL,
+            summary="full",
+            evidence=evidence,
+            detail=detail or [],
+        ),
+    )
+    return TriageReport(
+        pod=PodRef(namespace="ns", name="p"),
+        failing_layer=Layer.SCHEDULING,
+        headline="all nodes full <!channel>",
+        findings=findings,
+        owner=OwnerRoute(team="t", channel="C0123ABCD", usergroup="S0123ABC"),
+        remediation=[f"step {i}" for i in range(20)],
+    )
+
+
+def test_long_evidence_is_truncated_with_a_count_within_slack_limits() -> None:
+    report = _report([f"line {i} " + "x" * 2000 for i in range(500)])
+    blocks = report_blocks(report, include_detail=True, ref=ButtonRef(None, "ns", "p", "1"))
+    assert len(blocks) <= MAX_BLOCKS
+    text = json.dumps(blocks, ensure_ascii=False)
+    assert "… and 492 more" in text
+    assert "… and 14 more" in text  # remediation steps
+    for b in blocks:
+        if b["type"] == "section":
+            assert len(b["text"]["text"]) <= 3000
+        if b["type"] == "header":
+            assert len(b["text"]["text"]) <= 150
+
+
+def test_owner_route_links_channel_and_mentions_usergroup() -> None:
+    blocks = report_blocks(_report(["e"]), include_detail=False, ref=ButtonRef(None, "ns", "p"))
+    text = json.dumps(blocks)
+    assert "<#C0123ABCD>" in text and "<!subteam^S0123ABC>" in text
+    assert "<!channel>" not in text
+
+
+def test_detail_only_for_operators() -> None:
+    report = _report(["mine"], detail=["other-ns/their-pod"])
+    tenant = json.dumps(report_blocks(report, include_detail=False, ref=ButtonRef(None, "n", "p")))
+    ops = json.dumps(report_blocks(report, include_detail=True, ref=ButtonRef(None, "n", "p")))
+    assert "their-pod" not in tenant and "their-pod" in ops
+
+
+def test_button_ref_round_trips() -> None:
+    ref = ButtonRef(cluster="c", namespace="ns", name="p", incident_id="7")
+    assert ButtonRef.from_value(ref.to_value()) == ref
+    with pytest.raises(ValueError):
+        ButtonRef.from_value("[]")
+
+
+def test_parse() -> None:
+    assert parse("why-pending p -n ns --cluster c") == WhyPending("p", "ns", "c")
+    assert parse("why-pending p --namespace=ns") == WhyPending("p", "ns", None)
+    assert parse_mention("<@UBOT> why-pending p") == WhyPending("p", None, None)
+    with pytest.raises(UsageError):
+        parse("why-pending p extra")
+
+
+def test_policy_resolution() -> None:
+    policy = AccessPolicy.model_validate(
+        {
+            "operators": {"usergroups": ["SOPS"]},
+            "tenants": [
+                {"name": "a", "namespaces": ["a1", "a2"], "default_namespace": "a2",
+                 "channels": ["CA"]},
+                {"name": "b", "namespaces": ["b"], "users": ["UB"]},
+            ],
+            "defaults": {"channels": {"COPS": "kube-system"}},
+        }
+    )  # fmt: skip
+    groups = {"UOP": ["SOPS"]}
+    v = policy.viewer(user="UX", channel="CA", groups_of=lambda u: groups.get(u, []))
+    assert not v.operator and v.may_see("a1") and not v.may_see("b")
+    assert v.default_namespace == "a2"
+    v = policy.viewer(user="UB", channel="CZ", groups_of=lambda u: groups.get(u, []))
+    assert v.namespaces == {"b"} and v.default_namespace == "b"
+    v = policy.viewer(user="UOP", channel="COPS", groups_of=lambda u: groups.get(u, []))
+    assert v.operator and v.may_see("anything") and v.default_namespace == "kube-system"
+
+
+def test_policy_errors_name_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "p.yaml"
+    bad.write_text("tenants:\n  - name: a\n    namespaces: [Bad_NS]\n")
+    with pytest.raises(PolicyError, match=r"tenants\.0\.namespaces: .*invalid namespace"):
+        load_policy(bad)
+    bad.write_text("operators: {users: [nope]}\n")
+    with pytest.raises(PolicyError, match="not a Slack user id"):
+        load_policy(bad)
+    with pytest.raises(PolicyError, match="cannot read"):
+        load_policy(tmp_path / "missing.yaml")
+    example = Path(__file__).parents[2] / "access-policy.example.yaml"
+    assert load_policy(example).tenants
+
+
+def test_usergroup_cache_expires_and_fails_closed() -> None:
+    now = [0.0]
+    calls: list[str] = []
+
+    def fetch(group: str) -> list[str]:
+        calls.append(group)
+        if len(calls) == 3:
+            raise RuntimeError("slack down")
+        return ["U1"]
+
+    cache = UsergroupCache(groups=["S1"], fetch=fetch, ttl=60, clock=lambda: now[0])
+    assert cache.groups_of("U1") == ["S1"] and cache.groups_of("U1") == ["S1"]
+    assert len(calls) == 1
+    now[0] = 61
+    assert cache.groups_of("U1") == ["S1"] and len(calls) == 2
+    now[0] = 130
+    assert cache.groups_of("U1") == []  # lookup failed: no access
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "SLACK_SIGNING_SECRET is not set"),
+        ({"SLACK_SIGNING_SECRET": "s"}, "SLACK_BOT_TOKEN is not set"),
+        ({"SLACK_SIGNING_SECRET": "changeme", "SLACK_BOT_TOKEN": "xoxb-1"},
+         "SLACK_SIGNING_SECRET is malformed: is empty or a placeholder"),
+        ({"SLACK_SIGNING_SECRET": "s", "SLACK_BOT_TOKEN": "xoxp-1"},
+         "SLACK_BOT_TOKEN is malformed: must be a bot token"),
+        ({"SLACK_SIGNING_SECRET": "s", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "x"},
+         "SLACK_APP_TOKEN is malformed"),
+        ({"SLACK_SIGNING_SECRET": "s", "SLACK_BOT_TOKEN": "xoxb-1", "PORT": "http"},
+         "PORT is malformed"),
+        ({"SLACK_SIGNING_SECRET": "s", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_API_URL": "nope"},
+         "SLACK_API_URL is malformed"),
+    ],
+)  # fmt: skip
+def test_settings_errors_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
+) -> None:
+    for var in (
+        "SLACK_SIGNING_SECRET",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "PORT",
+        "SLACK_API_URL",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(SettingsError) as e:
+        load_settings()
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_settings_hide_secrets_and_pick_socket_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "topsecret")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-hidden")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:9/api")
+    s = load_settings(port=4000)
+    assert s.port == 4000 and s.socket_mode
+    assert s.api_base_url == "http://127.0.0.1:9/api/"
+    assert "topsecret" not in repr(s) and "xoxb-hidden" not in repr(s)
