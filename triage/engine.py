@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from triage.config import EngineConfig
+from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
 from triage.kubeobj import Event, gpu_requests, labels, name_of, pod_requests, sorted_events
 from triage.model import Layer, TriageReport
 from triage.names import validate_name, validate_namespace
 from triage.nodehealth import NodeHealth, assess_node
 from triage.operator import OperatorView
-from triage.placement import NodeFit, evaluate_node
+from triage.placement import DraCheck, NodeFit, evaluate_node
 from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
 from triage.quota import QuotaInput, run_quota_checks
@@ -195,6 +196,7 @@ class _Run:
             usage = {}
         view = self._operator_view()
         healths = {name_of(n): self._assess(n, view) for n in nodes}
+        dra_check = self._dra(pod)
         self.fits = [
             evaluate_node(
                 pod=pod,
@@ -202,6 +204,7 @@ class _Run:
                 health=healths[name_of(n)],
                 requests=requests,
                 usage=usage.get(name_of(n)),
+                dra=dra_check,
             )
             for n in nodes
         ]
@@ -221,6 +224,53 @@ class _Run:
                 s.blocking = False
                 s.summary = f"once created: {s.summary}"
         self.signals.extend(signals)
+
+    def _dra(self, pod: Obj) -> DraCheck | None:
+        """A per-node check of the pod's unallocated ResourceClaims (None without claims)."""
+        if not (pod.get("spec") or {}).get("resourceClaims"):
+            return None
+        ns = self.target.namespace
+        claims_here = self.read("ResourceClaim", ns, layer=Layer.SCHEDULING)
+        dra = DraView(
+            classes={
+                name_of(c): c for c in self.read("DeviceClass", None, layer=Layer.DEVICE_PLUGIN)
+            },
+            devices=devices_of(self.read("ResourceSlice", None, layer=Layer.DEVICE_PLUGIN)),
+            claims=self.read("ResourceClaim", None, layer=Layer.SCHEDULING),
+        )
+        requests = []
+        for ref, claim, how in pod_claims(pod, claims_here):
+            if claim is None:
+                self.signals.append(
+                    Signal(
+                        Layer.SCHEDULING,
+                        "scheduling.dra-claim-missing",
+                        f"the pod's ResourceClaim {ref} ({how}) does not exist yet",
+                        evidence=[f"pod spec.resourceClaims names {how}"],
+                    )
+                )
+                continue
+            others = reserved_for_others(claim, pod)
+            allocation = (claim.get("status") or {}).get("allocation")
+            if allocation:
+                results = ((allocation.get("devices") or {}).get("results")) or []
+                devs = ", ".join(f"{r.get('pool')}/{r.get('device')}" for r in results)
+                line = f"ResourceClaim {ref} is allocated ({devs or 'no devices listed'})"
+                if others:
+                    self.signals.append(
+                        Signal(
+                            Layer.SCHEDULING,
+                            "scheduling.dra-claim-in-use",
+                            f"ResourceClaim {ref} is allocated and reserved for pod(s) {', '.join(others)}",
+                            evidence=[line],
+                        )
+                    )
+                continue
+            requests.extend(requests_of(claim))
+        if not requests:
+            return None
+        allocated = dra.allocated
+        return lambda node: node_block(node, requests, dra, allocated)
 
     def _podless_headline(self) -> None:
         t = self.target

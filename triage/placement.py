@@ -9,7 +9,7 @@ Two questions per node, kept apart on purpose (the root-cause rule needs both):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from triage.kubeobj import (
@@ -65,15 +65,22 @@ class NodeFit:
         return self.candidate and self.layer is None and self.joining is None
 
 
+def wants_gpu(pod: Obj, requests: Mapping[str, int]) -> bool:
+    """NVIDIA extended resources, or devices claimed through DRA."""
+    return any(r.startswith("nvidia.com/") for r in requests) or bool(
+        (pod.get("spec") or {}).get("resourceClaims")
+    )
+
+
 def _static_exclusion(
     pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int]
 ) -> tuple[str, str, bool] | None:
     spec = pod.get("spec") or {}
     name = name_of(node)
-    wants_gpu = any(r.startswith("nvidia.com/") for r in requests)
+    gpu = wants_gpu(pod, requests)
     if spec.get("nodeName") and spec["nodeName"] != name:
         return "other node", f"pod is bound to node {spec['nodeName']}", False
-    if wants_gpu and not health.gpu_node:
+    if gpu and not health.gpu_node:
         return "no GPU", f"node {name} has no NVIDIA GPU", False
     mismatch = selector_mismatch(pod, node)
     gfd_missing = False
@@ -126,8 +133,17 @@ def _static_exclusion(
     return None if not gfd_missing else ("", "", True)
 
 
+DraCheck = Callable[[str], "tuple[Layer, str, str] | None"]
+
+
 def evaluate_node(
-    *, pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
+    *,
+    pod: Obj,
+    node: Obj,
+    health: NodeHealth,
+    requests: Mapping[str, int],
+    usage: NodeUsage | None,
+    dra: DraCheck | None = None,
 ) -> NodeFit:
     name = name_of(node)
     fit = NodeFit(node=name)
@@ -138,19 +154,24 @@ def evaluate_node(
             fit.exclusion, fit.exclusion_text = category, text
             return fit
         fit.gfd_labels_missing = gfd_missing
-    wants_gpu = any(r.startswith("nvidia.com/") for r in requests)
-    if wants_gpu and health.joining:
+    gpu = wants_gpu(pod, requests)
+    if gpu and health.joining:
         fit.joining = health.joining
         return fit
-    if not health.driver.ok and (wants_gpu or health.driver.code == "driver.node-not-ready"):
+    if not health.driver.ok and (gpu or health.driver.code == "driver.node-not-ready"):
         fit.layer, fit.code, fit.text = Layer.DRIVER, health.driver.code, health.driver.text
         fit.detail = list(health.driver.detail)
         return fit
-    if wants_gpu:
+    if gpu:
         plugin = _plugin_block(health, requests, usage)
         if plugin is not None:
             fit.layer = Layer.DEVICE_PLUGIN
             fit.code, fit.text, fit.detail = plugin
+            return fit
+    if dra is not None:
+        claim_block = dra(name)
+        if claim_block is not None:
+            fit.layer, fit.code, fit.text = claim_block
             return fit
     if (node.get("spec") or {}).get("unschedulable"):
         fit.layer, fit.code, fit.text = (
@@ -163,9 +184,12 @@ def evaluate_node(
     if short:
         fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
         fit.text = f"node {name}: " + "; ".join(short)
-        fit.detail = (
-            [f"node {name} runs: " + ", ".join(usage.pods[:8])] if usage and usage.pods else []
-        )
+        workloads = [
+            p for p in (usage.pods if usage else []) if not p.startswith(SYSTEM_NAMESPACES)
+        ]
+        if workloads:
+            more = f" and {len(workloads) - 8} more" if len(workloads) > 8 else ""
+            fit.detail = [f"node {name} runs: " + ", ".join(workloads[:8]) + more]
     return fit
 
 

@@ -37,7 +37,9 @@ def assemble(
     now: datetime | None,
 ) -> TriageReport:
     subject = target.subject
-    wants_gpu = bool(gpu_requests(subject)) if subject is not None else False
+    wants_gpu = subject is not None and (
+        bool(gpu_requests(subject)) or bool((subject.get("spec") or {}).get("resourceClaims"))
+    )
     findings = []
     for layer in LAYER_ORDER:
         skipped = None

@@ -31,6 +31,13 @@ _SUMMARY = {
     "device-plugin.mig-profile-missing": "{n} of {c} node(s) the pod can use are not partitioned into the MIG profile the pod asks for",
     "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost GPUs to unhealthy devices (allocatable < capacity)",
     "scheduling.cordoned": "{n} of {c} node(s) the pod can use are cordoned",
+    "device-plugin.dra-deviceclass-missing": "the DeviceClass the pod's ResourceClaim asks for does not exist",
+    "device-plugin.dra-no-slices": "{n} of {c} node(s) the pod can use publish no ResourceSlice (DRA kubelet plugin not running)",
+    "device-plugin.resource-renamed": "{n} of {c} node(s) the pod can use advertise the GPU under another resource name",
+    "device-plugin.mig-config-failed": "{n} of {c} node(s) the pod can use failed their MIG reconfiguration",
+    "device-plugin.mig-reconfiguring": "{n} of {c} node(s) the pod can use are being repartitioned (MIG reconfiguration in progress)",
+    "scheduling.dra-no-matching-device": "no device on the {n} node(s) the pod can use matches its ResourceClaim",
+    "scheduling.dra-devices-allocated": "{n} of {c} node(s) the pod can use have every matching DRA device allocated to other claims",
     "scheduling.insufficient": "{n} of {c} node(s) the pod can use are short of free resources",
 }  # fmt: skip
 

@@ -55,6 +55,10 @@ KINDS: dict[str, ResourceType] = {
         _rt("Workload", "kueue.x-k8s.io/v1beta1", "workloads"),
         _rt("LocalQueue", "kueue.x-k8s.io/v1beta1", "localqueues"),
         _rt("ClusterQueue", "kueue.x-k8s.io/v1beta1", "clusterqueues", namespaced=False),
+        _rt("ResourceClaim", "resource.k8s.io/v1", "resourceclaims"),
+        _rt("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates"),
+        _rt("ResourceSlice", "resource.k8s.io/v1", "resourceslices", namespaced=False),
+        _rt("DeviceClass", "resource.k8s.io/v1", "deviceclasses", namespaced=False),
         _rt("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups"),
         _rt("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced=False),
     )

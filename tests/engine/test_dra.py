@@ -1,0 +1,244 @@
+"""GPUs claimed through Dynamic Resource Allocation: why a ResourceClaim stays unallocated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.engine.mini import cluster, node, operator_pods, pod
+from triage import Layer, TriageReport, triage
+from triage.dra import Device, selector_matches
+
+DRIVER = "gpu.nvidia.com"
+
+
+def device_class(name: str = "gpu.nvidia.com") -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+    }
+
+
+def slice_(node_name: str, devices: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-{DRIVER}-x1"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": dev,
+                    "attributes": {"productName": {"string": product}, "type": {"string": "gpu"}},
+                    "capacity": {"memory": {"value": "80Gi" if "80" in product else "24Gi"}},
+                }
+                for dev, product in devices
+            ],
+        },
+    }
+
+
+def claim(
+    name: str,
+    *,
+    selectors: list[str] | None = None,
+    allocated: list[str] | None = None,
+    node_name: str = "a1",
+    reserved_for: str | None = None,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu.nvidia.com",
+                            "count": 1,
+                            "selectors": [{"cel": {"expression": s}} for s in selectors or []],
+                        },
+                    }
+                ]
+            }
+        },
+        "status": {},
+    }
+    if allocated:
+        c["status"]["allocation"] = {
+            "devices": {
+                "results": [
+                    {"request": "gpu", "driver": DRIVER, "pool": node_name, "device": d}
+                    for d in allocated
+                ]
+            }
+        }
+    if reserved_for:
+        c["status"]["reservedFor"] = [{"resource": "pods", "name": reserved_for, "uid": "u-other"}]
+    return c
+
+
+def dra_pod(claim_name: str = "my-gpu") -> dict[str, Any]:
+    p = pod("train", gpus=0, selector={})
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return p
+
+
+def plain_node(name: str) -> dict[str, Any]:
+    n = node(name)  # DRA nodes advertise no nvidia.com/gpu: the DRA driver replaces the plugin
+    for key in ("capacity", "allocatable"):
+        n["status"][key].pop("nvidia.com/gpu")
+    return n
+
+
+def ops(name: str) -> list[dict[str, Any]]:
+    return [p for p in operator_pods(name) if "device-plugin" not in p["metadata"]["name"]]
+
+
+def run(*objs: Any) -> TriageReport:
+    return triage(cluster(*objs), namespace="team-a", name="train")
+
+
+def test_no_resource_slices_means_the_dra_kubelet_plugin_is_not_running() -> None:
+    r = run(plain_node("a1"), ops("a1"), device_class(), claim("my-gpu"), dra_pod())
+    assert r.failing_layer == Layer.DEVICE_PLUGIN
+    f = r.finding(Layer.DEVICE_PLUGIN)
+    assert "device-plugin.dra-no-slices" in f.codes
+    assert DRIVER in " ".join(f.evidence)
+
+
+def test_missing_device_class() -> None:
+    r = run(
+        plain_node("a1"),
+        ops("a1"),
+        slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]),
+        claim("my-gpu"),
+        dra_pod(),
+    )
+    assert "device-plugin.dra-deviceclass-missing" in r.finding(Layer.DEVICE_PLUGIN).codes
+
+
+def test_no_device_matches_the_claim_selectors() -> None:
+    sel = ["device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"]
+    r = run(
+        plain_node("a1"),
+        ops("a1"),
+        device_class(),
+        slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]),
+        claim("my-gpu", selectors=sel),
+        dra_pod(),
+    )
+    assert r.failing_layer == Layer.SCHEDULING
+    f = r.finding(Layer.SCHEDULING)
+    assert "scheduling.dra-no-matching-device" in f.codes
+    assert "my-gpu" in " ".join(f.evidence) and "gpu.nvidia.com" in " ".join(f.evidence)
+
+
+def test_all_matching_devices_allocated_to_other_claims() -> None:
+    other = claim("their-gpu", allocated=["gpu-0"], reserved_for="someone-else")
+    r = run(
+        plain_node("a1"),
+        ops("a1"),
+        device_class(),
+        slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]),
+        other,
+        claim("my-gpu"),
+        dra_pod(),
+    )
+    assert r.failing_layer == Layer.SCHEDULING
+    f = r.finding(Layer.SCHEDULING)
+    assert "scheduling.dra-devices-allocated" in f.codes
+    assert "their-gpu" in " ".join(f.evidence)
+
+
+def test_free_matching_device_means_nothing_blocks() -> None:
+    r = run(
+        plain_node("a1"),
+        ops("a1"),
+        device_class(),
+        slice_("a1", [("gpu-0", "NVIDIA A100 80GB"), ("gpu-1", "NVIDIA A100 80GB")]),
+        claim("their-gpu", allocated=["gpu-0"]),
+        claim("my-gpu"),
+        dra_pod(),
+    )
+    assert r.failing_layer is None
+
+
+def test_claim_reserved_by_another_pod() -> None:
+    mine = claim("my-gpu", allocated=["gpu-0"], reserved_for="other-pod")
+    r = run(
+        plain_node("a1"),
+        ops("a1"),
+        device_class(),
+        slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]),
+        mine,
+        dra_pod(),
+    )
+    assert r.failing_layer == Layer.SCHEDULING
+    assert "other-pod" in r.finding(Layer.SCHEDULING).summary
+
+
+def test_claim_from_template_not_created_yet() -> None:
+    p = pod("train", gpus=0, selector={})
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    r = run(
+        plain_node("a1"),
+        ops("a1"),
+        device_class(),
+        slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]),
+        p,
+    )
+    assert r.failing_layer == Layer.SCHEDULING
+    assert "ResourceClaimTemplate one-gpu" in r.finding(Layer.SCHEDULING).summary
+
+
+def test_driver_failure_outranks_dra_on_the_node() -> None:
+    broken = [
+        p
+        for p in operator_pods("a1", driver="crash")
+        if "device-plugin" not in p["metadata"]["name"]
+    ]
+    r = run(plain_node("a1"), broken, device_class(), claim("my-gpu"), dra_pod())
+    assert r.failing_layer == Layer.DRIVER
+
+
+def test_cel_subset() -> None:
+    d = Device(
+        driver=DRIVER,
+        pool="p",
+        name="gpu-0",
+        node="a1",
+        attributes={
+            "productName": {"string": "NVIDIA A100 80GB"},
+            "gpu.nvidia.com/index": {"int": 3},
+        },
+        capacity={"memory": {"value": "80Gi"}},
+    )
+    assert selector_matches("device.driver == 'gpu.nvidia.com'", d) is True
+    assert (
+        selector_matches('device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100 80GB"', d)
+        is True
+    )
+    assert selector_matches("device.attributes['gpu.nvidia.com'].index == 3", d) is True
+    assert (
+        selector_matches(
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0", d
+        )
+        is True
+    )
+    assert (
+        selector_matches(
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0", d
+        )
+        is False
+    )
+    assert (
+        selector_matches("device.attributes['gpu.nvidia.com'].architecture.startsWith('Hop')", d)
+        is None
+    )
