@@ -26,6 +26,7 @@ class WhyPending:
 @dataclass(frozen=True)
 class VerifyNode:
     node: str
+    cluster: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,12 @@ def parse(text: str) -> Command:
     if verb == "why-pending":
         return _why_pending(args)
     if verb == "verify-node":
+        cluster = None
+        if len(args) == 3 and args[1] == "--cluster":
+            args, cluster = args[:1], args[2]
         if len(args) != 1:
-            raise UsageError("verify-node takes exactly one node name")
-        return VerifyNode(node=validate_name(args[0], what="node name"))
+            raise UsageError("verify-node takes one node name (and optionally --cluster NAME)")
+        return VerifyNode(node=validate_name(args[0], what="node name"), cluster=cluster)
     if verb == "incidents":
         if args:
             raise UsageError("incidents takes no arguments")

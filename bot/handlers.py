@@ -186,7 +186,27 @@ class Handlers:
         if not self.viewer(asker).operator:
             self.say(asker, msg.operator_only())
             return
-        self.say(asker, msg.verify_unavailable())
+        try:
+            result = self.service.verify(cluster=cmd.cluster, node=cmd.node)
+        except NotFoundError:
+            self.say(asker, msg.node_not_found(cmd.node))
+            return
+        except InvalidNameError as e:
+            self.say(asker, msg.invalid_name(str(e)))
+            return
+        except UnavailableError as e:
+            self.say(asker, msg.cluster_unavailable(str(e)))
+            return
+        except ForbiddenError as e:
+            self.say(asker, msg.cluster_forbidden(str(e)))
+            return
+        except SourceError as e:
+            self.say(asker, msg.cluster_unavailable(str(e)))
+            return
+        except LookupError:
+            self.say(asker, msg.unknown_cluster(str(cmd.cluster)))
+            return
+        self.say(asker, msg.verification(result))
 
     def incidents(self, asker: Asker, cmd: ListIncidents) -> None:
         viewer = self.viewer(asker)

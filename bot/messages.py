@@ -6,7 +6,8 @@ read from a cluster go through `mrkdwn.code` / `mrkdwn.escape` before they reach
 
 from __future__ import annotations
 
-from bot.mrkdwn import code, escape
+from bot.mrkdwn import code, escape, truncate
+from triage.verify import NodeVerification
 
 USAGE = (
     "*Usage*\n"
@@ -89,8 +90,36 @@ def operator_only() -> str:
     return ":lock: Only operators can do that."
 
 
-def verify_unavailable() -> str:
-    return ":construction: `verify-node` is not available in this build yet."
+def node_not_found(node: str) -> str:
+    return f"No node named {code(node)} in this cluster."
+
+
+_CHECK_MARK = {
+    "pass": ":white_check_mark:",
+    "fail": ":x:",
+    "warn": ":warning:",
+    "skip": ":heavy_minus_sign:",
+}
+
+
+def verification(result: NodeVerification) -> str:
+    """The verification template for one node, as mrkdwn. Cluster text is escaped."""
+    verdict = (
+        "passes"
+        if result.passed
+        else f"fails at layer `{result.failing_layer.value if result.failing_layer else '?'}`"
+    )
+    lines = [f"*Node {code(result.node)} {verdict}* (driver {escape(result.driver_strategy)})"]
+    for c in result.checks:
+        lines.append(
+            f"{_CHECK_MARK.get(c.status.value, '•')} *{escape(c.name)}*: {escape(c.summary)}"
+        )
+        if c.status.value == "fail":
+            lines.extend(f"      ◦ {escape(e)}" for e in c.evidence[:3])
+    if result.owner is not None:
+        channel = f" ({escape(result.owner.channel)})" if result.owner.channel else ""
+        lines.append(f"Owner: *{escape(result.owner.team)}*{channel}")
+    return truncate("\n".join(lines), limit=3000)
 
 
 def no_incidents() -> str:

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from incidents.values import Incident, IncidentStatus, Stats
 from triage import Layer, TriageReport
+from triage.verify import NodeVerification
 
 
 class OutcomeLike(Protocol):
@@ -39,6 +40,8 @@ class TriageServiceLike(Protocol):
         requested_by: str | None,
         channel: str | None = None,
     ) -> OutcomeLike: ...
+
+    def verify(self, *, cluster: str | None, node: str) -> NodeVerification: ...
 
 
 class IncidentStoreLike(Protocol):

@@ -9,20 +9,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 from types import FrameType
 from typing import Any
 
-from bot.app import create_app
-from bot.policy import PolicyError, load_policy
-from bot.server import Server
 from gpu_triage.errors import UserError
-from gpu_triage.metrics import Metrics
-from gpu_triage.service import TriageService
-from gpu_triage.settings import load_settings
-from gpu_triage.sources import open_source
-from incidents.store import IncidentStore
-from triage import ClusterSource, EngineConfig, load_playbook
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +42,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: slack-bolt, SQLAlchemy and the app modules cost ~0.6 s that every other
+    # `gpu-triage` command would otherwise pay at startup.
+    from bot.app import create_app
+    from bot.policy import PolicyError, load_policy
+    from bot.server import Server
+    from gpu_triage.metrics import Metrics
+    from gpu_triage.service import TriageService
+    from gpu_triage.settings import load_settings
+    from gpu_triage.sources import open_source
+    from incidents.store import IncidentStore
+    from triage import ClusterSource, EngineConfig, load_playbook
+
     settings = load_settings(
         port=args.port,
         snapshot=args.snapshot,
@@ -63,8 +67,15 @@ def run(args: argparse.Namespace) -> int:
     except PolicyError as e:
         raise UserError(str(e)) from None
     playbook = load_playbook(settings.playbook)
-    store = IncidentStore.from_url(settings.database_url)
-    store.upgrade()
+    # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE=0 (e.g. when a
+    # deployment runs `gpu-triage db upgrade` as a separate step).
+    auto = os.environ.get("GPU_TRIAGE_AUTO_MIGRATE", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
+    store = IncidentStore.open(settings.database_url, auto_migrate=auto)
     source = open_source(
         snapshot=settings.snapshot, kubeconfig=args.kubeconfig, context=args.context
     )

@@ -18,6 +18,7 @@ from incidents.errors import IncidentStoreError
 from incidents.values import Incident
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport
 from triage import triage as engine_triage
+from triage.verify import NodeVerification, verify_node
 
 if TYPE_CHECKING:
     from incidents.store import IncidentStore  # SQLAlchemy loads only when a store is used
@@ -107,4 +108,10 @@ class TriageService:
             return Outcome(report, None, False, f"internal error: {type(e).__name__}", duration_ms)
         return Outcome(
             report, result.incident, result.created, None, duration_ms, result.auto_resolved
+        )
+
+    def verify(self, *, cluster: str | None, node: str) -> NodeVerification:
+        """The node verification template for one node (raises like `run`)."""
+        return verify_node(
+            self.source_for(cluster), node, config=self.config, playbook=self.playbook
         )

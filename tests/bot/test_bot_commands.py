@@ -34,7 +34,7 @@ def test_help_is_answered_in_the_ack(bot: Bot) -> None:
         ("why-pending ok -n", "-n needs a value"),
         ("why-pending ok --frob", "unknown option '--frob'"),
         ("why-pending a b", "why-pending takes one pod name"),
-        ("verify-node", "verify-node takes exactly one node name"),
+        ("verify-node", "verify-node takes one node name"),
         ("incident abc", "incident takes one numeric incident id"),
         ("why-pending 'unclosed", "could not read the command"),
     ],
@@ -151,11 +151,17 @@ def test_incidents_incident_and_stats(bot: Bot) -> None:
     assert "open now: 1" in stats and "scheduling: 1" in stats
 
 
-def test_verify_node_is_operator_only_and_not_in_this_build(bot: Bot) -> None:
+def test_verify_node_is_operator_only_and_runs_the_template(bot: Bot) -> None:
     bot.slack.command("verify-node gpu-node-1", user="UTENA", channel="CTEAMA")
     assert "Only operators" in bot.fake.wait_posts(1)[0].args["text"]
     bot.slack.command("verify-node gpu-node-1", user="UOPS")
-    assert "not available in this build" in bot.fake.wait_posts(2)[1].args["text"]
+    text = bot.fake.wait_posts(2)[1].args["text"]
+    assert "Node `gpu-node-1`" in text
+    # the test cluster has no RuntimeClass and no validator pod: the template fails the node
+    assert "fails at layer `driver`" in text
+    assert ":x: *runtimeclass*: RuntimeClass nvidia does not exist" in text
+    bot.slack.command("verify-node no-such-node", user="UOPS")
+    assert "No node named `no-such-node`" in bot.fake.wait_posts(3)[2].args["text"]
 
 
 def test_operator_channel_sees_detail(bot: Bot) -> None:
