@@ -101,16 +101,8 @@ class Handlers:
             )
         except NotFoundError:
             self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
-        except InvalidNameError as e:
-            self.say(asker, msg.invalid_name(str(e)))
-        except UnavailableError as e:
-            self.say(asker, msg.cluster_unavailable(str(e)))
-        except ForbiddenError as e:
-            self.say(asker, msg.cluster_forbidden(str(e)))
-        except SourceError as e:
-            self.say(asker, msg.source_error(str(e)))
-        except LookupError as e:  # an unknown --cluster name
-            self.say(asker, msg.unknown_cluster(str(e).strip("'\"")))
+        except (InvalidNameError, SourceError, LookupError) as e:
+            self.say(asker, _failure(e))
         return None
 
     def why_pending(self, asker: Asker, cmd: WhyPending) -> None:
@@ -191,20 +183,8 @@ class Handlers:
         except NotFoundError:
             self.say(asker, msg.node_not_found(cmd.node))
             return
-        except InvalidNameError as e:
-            self.say(asker, msg.invalid_name(str(e)))
-            return
-        except UnavailableError as e:
-            self.say(asker, msg.cluster_unavailable(str(e)))
-            return
-        except ForbiddenError as e:
-            self.say(asker, msg.cluster_forbidden(str(e)))
-            return
-        except SourceError as e:
-            self.say(asker, msg.cluster_unavailable(str(e)))
-            return
-        except LookupError:
-            self.say(asker, msg.unknown_cluster(str(cmd.cluster)))
+        except (InvalidNameError, SourceError, LookupError) as e:
+            self.say(asker, _failure(e))
             return
         self.say(asker, msg.verification(result))
 
@@ -264,3 +244,16 @@ def _note(text: str) -> dict[str, Any]:
 def _error_code(e: SlackApiError) -> str:
     data = getattr(e.response, "data", None)
     return str(data.get("error", "")) if isinstance(data, dict) else ""
+
+
+def _failure(e: Exception) -> str:
+    """The reply for an error the engine or the cluster raised (not-found is handled apart)."""
+    if isinstance(e, InvalidNameError):
+        return msg.invalid_name(str(e))
+    if isinstance(e, UnavailableError):
+        return msg.cluster_unavailable(str(e))
+    if isinstance(e, ForbiddenError):
+        return msg.cluster_forbidden(str(e))
+    if isinstance(e, LookupError):  # an unknown --cluster name
+        return msg.unknown_cluster(str(e).strip("'\""))
+    return msg.source_error(str(e))
