@@ -1,0 +1,152 @@
+"""Cold sync, warm triage latency, API requests and RSS of the cache versus the naive path.
+
+    python -m bench.run --nodes 500 --pods 15000 [--triages 1000] [--naive 20]
+
+The synthetic cluster is served by `bench.serve` in a child process over loopback HTTP; this
+process drives the real kubernetes client. "Naive" is a fresh LiveSource per triage (lists
+what the engine asks for on every request). When the engine cannot run yet, the per-triage
+work is the reads every triage makes (namespace, pod, nodes, quotas, node usage, events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kube.cache import CachedSource
+from kube.client import RawClient, load_client
+from kube.live import LiveSource
+from triage.source import ClusterSource
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def reads(source: ClusterSource, ns: str, name: str) -> Any:
+    """What every triage reads, used when the engine is not available."""
+    source.get("Namespace", ns)
+    pod = source.get("Pod", name, namespace=ns)
+    source.objects("Node")
+    source.objects("ResourceQuota", namespace=ns)
+    source.objects("Pod", namespace="gpu-operator")
+    source.node_usage()
+    source.events_for(namespace=ns, kind="Pod", name=name)
+    return pod
+
+
+def pick_workload(
+    sample: ClusterSource, ns: str, name: str, *, wanted: str
+) -> tuple[str, Callable[..., Any]]:
+    if wanted == "reads":
+        return "reads", reads
+    try:
+        from triage import triage
+        from triage.playbooks import load_playbook
+
+        playbook = load_playbook()  # once, as the bot does
+        triage(sample, namespace=ns, name=name, playbook=playbook)
+        return "triage.triage", lambda src, ns, name: triage(
+            src, namespace=ns, name=name, playbook=playbook
+        )
+    except Exception as e:  # the engine may be unfinished; say so and measure the reads
+        print(f"note: engine unavailable ({type(e).__name__}: {e}); timing the reads instead")
+        return "reads", reads
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=15000)
+    parser.add_argument("--triages", type=int, default=1000)
+    parser.add_argument("--naive", type=int, default=20, help="naive triages to time")
+    parser.add_argument(
+        "--workload",
+        choices=("triage", "reads"),
+        default="triage",
+        help="the full engine, or only the source reads every triage makes",
+    )
+    args = parser.parse_args()
+
+    t0 = time.monotonic()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.serve", "--nodes", str(args.nodes), "--pods", str(args.pods)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert server.stdout is not None and server.stdin is not None
+    info = json.loads(server.stdout.readline())
+    pending = [tuple(p) for p in info["pending"]]
+    print(f"cluster: {args.nodes} nodes, {args.pods} pods, {len(pending)} pending; "
+          f"generated and served in {time.monotonic() - t0:.1f}s at {info['url']}")  # fmt: skip
+    kubeconfig = Path(tempfile.mkdtemp()) / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "bench",
+        "clusters": [{"name": "bench", "cluster": {"server": info["url"]}}],
+        "users": [{"name": "bench", "user": {"token": "fake-token"}}],
+        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
+    }))  # fmt: skip
+
+    def client() -> RawClient:
+        api, name = load_client(kubeconfig=str(kubeconfig))
+        return RawClient(api, cluster_name=name)
+
+    try:
+        base = rss_mb()
+        t0 = time.monotonic()
+        cache = CachedSource(client(), sync_timeout=600).start()
+        assert cache.wait_synced(600), "cache did not sync"
+        cold = time.monotonic() - t0
+        rss = rss_mb()
+        print(f"cold sync: {cold:.2f}s  RSS {rss:.0f} MB (cache +{rss - base:.0f} MB)  "
+              f"{cache.stats()}")  # fmt: skip
+
+        label, work = pick_workload(cache, *pending[0], wanted=args.workload)
+        before = cache.client.requests
+        times = []
+        for i in range(args.triages):
+            ns, name = pending[i % len(pending)]
+            t = time.perf_counter()
+            work(cache, ns, name)
+            times.append((time.perf_counter() - t) * 1000)
+        per = (cache.client.requests - before) / args.triages
+        print(f"warm {label} x{args.triages}: p50 {pct(times, 50):.2f} ms  "
+              f"p95 {pct(times, 95):.2f} ms  p99 {pct(times, 99):.2f} ms  "
+              f"API requests/triage {per:.2f}  RSS {rss_mb():.0f} MB")  # fmt: skip
+
+        naive, naive_reqs = [], []
+        for i in range(args.naive):
+            ns, name = pending[i % len(pending)]
+            live = LiveSource(client())
+            t = time.perf_counter()
+            work(live, ns, name)
+            naive.append((time.perf_counter() - t) * 1000)
+            naive_reqs.append(live.client.requests)
+            live.close()
+        print(f"naive {label} x{args.naive}: p50 {pct(naive, 50):.0f} ms  "
+              f"p95 {pct(naive, 95):.0f} ms  API requests/triage "
+              f"{statistics.mean(naive_reqs):.0f}")  # fmt: skip
+        print(f"speed-up (naive p50 / warm p50): {pct(naive, 50) / pct(times, 50):.0f}x")
+        cache.close()
+    finally:
+        server.stdin.close()
+        server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""A synthetic GPU cluster: node pools, tenants with quotas, the GPU Operator, and failures.
+
+Deterministic for a seed. Pods carry the bulk of a real pod (env, mounts, probes,
+managedFields, container statuses) so list payloads and the cache's slimming are realistic.
+About 2% of pods are Pending for a mix of reasons the engine diagnoses.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from typing import Any
+
+Obj = dict[str, Any]
+POOLS = (  # (name, share of nodes, GPU product, GPUs per node)
+    ("a100", 0.55, "NVIDIA-A100-SXM4-80GB", 8),
+    ("h100", 0.30, "NVIDIA-H100-80GB-HBM3", 8),
+    ("l4", 0.10, "NVIDIA-L4", 4),
+    ("cpu", 0.05, "", 0),
+)
+TS = "2025-01-01T00:00:00Z"
+OPERATOR_NS = "gpu-operator"
+
+
+def _ts(name: str) -> str:
+    """A per-object timestamp, so identical pods do not share strings a real cluster would not."""
+    n = zlib.crc32(name.encode()) % 86400
+    return f"2025-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
+
+
+def _meta(name: str, ns: str | None = None, **extra: Any) -> Obj:
+    m: Obj = {"name": name, "uid": f"uid-{ns or ''}-{name}", "creationTimestamp": _ts(name)}
+    if ns:
+        m["namespace"] = ns
+    m["managedFields"] = [
+        {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+         "time": TS, "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                      "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}}}}}},
+    ]  # fmt: skip
+    return m | extra
+
+
+def node(name: str, pool: str, product: str, gpus: int, *, broken: bool) -> Obj:
+    cap = {"cpu": "96", "memory": "1536Gi", "pods": "110", "ephemeral-storage": "3Ti"}
+    labels = {"kubernetes.io/hostname": name, "node-pool": pool}
+    taints = []
+    if gpus:
+        labels |= {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product,
+                   "nvidia.com/gpu.count": str(gpus)}  # fmt: skip
+        taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+        if not broken:
+            cap["nvidia.com/gpu"] = str(gpus)
+    conds = [
+        {"type": t, "status": "False", "reason": f"Kubelet{t}", "lastHeartbeatTime": TS}
+        for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
+    ] + [{"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": TS}]
+    return {
+        "kind": "Node", "apiVersion": "v1",
+        "metadata": _meta(name, labels=labels),
+        "spec": {"taints": taints, "providerID": f"aws:///{name}"},
+        "status": {
+            "capacity": cap, "allocatable": dict(cap), "conditions": conds,
+            "nodeInfo": {"kubeletVersion": "v1.31.2", "containerRuntimeVersion": "containerd://1.7"},
+            "images": [{"names": [f"registry/img-{i}:v1"], "sizeBytes": 10**9} for i in range(8)],
+        },
+    }  # fmt: skip
+
+
+def pod(name: str, ns: str, *, node: str | None, gpu: int, phase: str, **spec_extra: Any) -> Obj:
+    res: Obj = {"requests": {"cpu": "8", "memory": "64Gi"}, "limits": {"memory": "64Gi"}}
+    if gpu:
+        res["limits"]["nvidia.com/gpu"] = str(gpu)
+    container = {
+        "name": "main", "image": "registry.example.com/train:2025.01", "resources": res,
+        "command": ["python", "-m", "train"], "args": ["--epochs", "100", "--config", "/cfg"],
+        "env": [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(12)],
+        "volumeMounts": [{"name": f"vol-{i}", "mountPath": f"/mnt/{i}"} for i in range(4)],
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
+        "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+    }  # fmt: skip
+    spec: Obj = {
+        "containers": [container],
+        "volumes": [{"name": f"vol-{i}", "emptyDir": {}} for i in range(4)],
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "serviceAccountName": "default", "restartPolicy": "Never", "schedulerName": "default-scheduler",
+        "priority": 0,
+    } | spec_extra  # fmt: skip
+    status: Obj = {"phase": phase, "qosClass": "Burstable"}
+    if node:
+        spec["nodeName"] = node
+        status |= {
+            "hostIP": "10.0.0.1", "podIP": "10.1.0.1", "startTime": _ts(name),
+            "conditions": [{"type": t, "status": "True", "lastTransitionTime": _ts(name + t)}
+                           for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0,
+                                   "image": container["image"], "imageID": "sha256:abc",
+                                   "containerID": "containerd://abc", "started": True,
+                                   "state": {"running": {"startedAt": _ts(name + "s")}}}],
+        }  # fmt: skip
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name.rsplit("-", 1)[0],
+             "uid": f"uid-job-{name}", "controller": True}  # fmt: skip
+    meta = _meta(name, ns, labels={"app": "train", "team": ns}, ownerReferences=[owner])
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec, "status": status}
+
+
+PENDING_KINDS = ("insufficient", "wrong-product", "untolerated", "broken-driver")
+
+
+def cluster(
+    *, nodes: int, pods: int, tenants: int = 40, seed: int = 1
+) -> tuple[list[Obj], list[tuple[str, str]]]:
+    """All objects, and the (namespace, name) of pending pods worth triaging."""
+    rnd = random.Random(seed)
+    objs: list[Obj] = [{"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(OPERATOR_NS)}]
+    node_list: list[tuple[str, str, int, bool]] = []
+    start = 0
+    for pool, share, product, gpus in POOLS:
+        count = max(1, round(nodes * share))
+        for i in range(count):
+            if len(node_list) >= nodes:
+                break
+            name = f"{pool}-{start + i:05d}"
+            broken = gpus > 0 and rnd.random() < 0.01
+            objs.append(node(name, pool, product, gpus, broken=broken))
+            node_list.append((name, pool, gpus, broken))
+        start += count
+    for ds in ("nvidia-driver-daemonset", "nvidia-device-plugin-daemonset"):
+        objs.append({"kind": "DaemonSet", "apiVersion": "apps/v1",
+                     "metadata": _meta(ds, OPERATOR_NS, labels={"app": ds}),
+                     "spec": {"selector": {"matchLabels": {"app": ds}}},
+                     "status": {"desiredNumberScheduled": nodes}})  # fmt: skip
+    teams = [f"team-{t:02d}" for t in range(tenants)]
+    for t in teams:
+        objs.append({"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(t)})
+        objs.append({"kind": "ResourceQuota", "apiVersion": "v1",
+                     "metadata": _meta("gpu-quota", t),
+                     "spec": {"hard": {"requests.nvidia.com/gpu": "512"}},
+                     "status": {"hard": {"requests.nvidia.com/gpu": "512"},
+                                "used": {"requests.nvidia.com/gpu": "0"}}})  # fmt: skip
+    made = 0
+    gpu_nodes = [n for n in node_list if n[2] and not n[3]]
+    for name, _pool, gpus, broken in node_list:  # the operator's pods, one per GPU node
+        if made >= pods or not gpus:
+            continue
+        phase = "Running"
+        p = pod(f"nvidia-driver-daemonset-{name}", OPERATOR_NS, node=name, gpu=0, phase=phase)
+        if broken:
+            p["status"]["containerStatuses"][0]["state"] = {
+                "waiting": {"reason": "CrashLoopBackOff", "message": "driver not loaded"}
+            }
+            p["status"]["containerStatuses"][0]["ready"] = False
+        objs.append(p)
+        made += 1
+    free = {n[0]: n[2] for n in gpu_nodes}
+    pending: list[tuple[str, str]] = []
+    workload = 0
+    while made < pods:
+        team = teams[workload % len(teams)]
+        gpu = rnd.choice((1, 1, 2, 4, 8))
+        pname = f"train-{workload:06d}-0"
+        if rnd.random() < 0.02:
+            why = PENDING_KINDS[len(pending) % len(PENDING_KINDS)]
+            extra: Obj = {}
+            if why == "wrong-product":
+                extra["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-B200"}
+            if why == "insufficient":
+                gpu = 16
+            p = pod(pname, team, node=None, gpu=gpu, phase="Pending", **extra)
+            if why == "untolerated":
+                p["spec"]["tolerations"] = []
+            p["status"]["conditions"] = [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": f"0/{nodes} nodes are available: {nodes} Insufficient nvidia.com/gpu.",
+            }]  # fmt: skip
+            objs.append(p)
+            objs.append({"kind": "Event", "apiVersion": "v1",
+                         "metadata": _meta(f"{pname}.evt", team),
+                         "involvedObject": {"kind": "Pod", "name": pname, "namespace": team},
+                         "reason": "FailedScheduling", "type": "Warning",
+                         "message": p["status"]["conditions"][0]["message"],
+                         "eventTime": TS, "series": {"count": 3, "lastObservedTime": TS}})  # fmt: skip
+            pending.append((team, pname))
+        else:
+            target = None
+            for _ in range(4):
+                cand = rnd.choice(gpu_nodes)[0] if gpu_nodes else None
+                if cand and free[cand] >= gpu:
+                    target = cand
+                    break
+            phase = "Running" if target else "Succeeded"
+            target = target or (rnd.choice(gpu_nodes)[0] if gpu_nodes else None)
+            if phase == "Running" and target:
+                free[target] -= gpu
+            objs.append(pod(pname, team, node=target, gpu=gpu if target else 0, phase=phase))
+        made += 1
+        workload += 1
+    return objs, pending

@@ -1,0 +1,212 @@
+"""A watch-backed ClusterSource for a long-running bot: warm triages cost one API request.
+
+`CachedSource` runs one `Informer` per kind the engine reads (all of `triage.source.KINDS`
+except events) and an incremental `UsageIndex` over pods. Reads come from memory; only
+`events_for` goes to the API server, because events are many, short-lived and wanted for one
+object at a time. Kinds the credentials cannot list cluster-wide fall back to per-request
+reads through a `LiveSource`, so narrow RBAC degrades speed, not answers. `ClusterRegistry`
+holds one cache per kubeconfig context for a bot serving several clusters.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from kube.client import RawClient, load_client
+from kube.informer import Informer
+from kube.live import LiveSource, events_for, kind_type
+from kube.usage import UsageIndex
+from triage.source import KINDS, NodeUsage, Obj, UnavailableError
+
+CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
+STALE_AFTER = 30.0  # seconds a watch may be down before reports mention it
+
+
+class CachedSource:
+    """ClusterSource served from watches. `start()`, optionally `wait_synced()`, then read.
+
+    Thread-safe: any number of triages may read while the watch threads update.
+    """
+
+    def __init__(
+        self,
+        client: RawClient,
+        *,
+        kinds: tuple[str, ...] = CACHED_KINDS,
+        watch_timeout: float = 60.0,
+        sync_timeout: float = 60.0,
+        stale_after: float = STALE_AFTER,
+        max_backoff: float = 30.0,
+        freeze_gc: bool = True,
+    ) -> None:
+        self.client = client
+        self._freeze_gc, self._frozen = freeze_gc, False
+        self.usage = UsageIndex()
+        self._sync_timeout, self._stale_after = sync_timeout, stale_after
+        self._informers: dict[str, Informer] = {}
+        for kind in kinds:
+            self._informers[kind] = Informer(
+                client,
+                KINDS[kind],
+                watch_timeout=watch_timeout,
+                max_backoff=max_backoff,
+                on_change=self.usage.change if kind == "Pod" else None,
+                on_replace=self.usage.replace if kind == "Pod" else None,
+            )
+        self._started = False
+        self._start_lock = threading.Lock()
+
+    @property
+    def cluster_name(self) -> str:
+        return self.client.cluster_name
+
+    def start(self) -> CachedSource:
+        with self._start_lock:
+            if not self._started:
+                self._started = True
+                for inf in self._informers.values():
+                    inf.start()
+        return self
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """True once every kind finished its first list (or is known absent/forbidden).
+
+        On the first success the process's GC-tracked objects are frozen (`gc.freeze()`)
+        unless `freeze_gc=False`: call it once after start-up in a bot.
+        """
+        deadline = time.monotonic() + (self._sync_timeout if timeout is None else timeout)
+        for inf in self._informers.values():
+            if not inf.synced.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        if self._freeze_gc and not self._frozen:
+            # The synced cache is millions of long-lived objects; left in the collected
+            # generations, every full GC rescans them and stalls triages for 100+ ms.
+            self._frozen = True
+            gc.freeze()
+        return True
+
+    def close(self) -> None:
+        for inf in self._informers.values():
+            inf.stop(timeout=0)
+        for inf in self._informers.values():
+            inf.stop()
+        self.client.close()
+
+    # --- ClusterSource -------------------------------------------------------------------
+
+    def _informer(self, kind: str) -> Informer | None:
+        """The informer to read `kind` from, or None when reads must go to the API."""
+        kind_type(kind)
+        inf = self._informers.get(kind)
+        if inf is None:
+            return None
+        self.start()
+        deadline = time.monotonic() + self._sync_timeout
+        while not inf.synced.wait(0.05):
+            if inf.error is not None:  # the first list failed: say why now, not after a wait
+                raise inf.error
+            if time.monotonic() > deadline:
+                break
+        if not inf.synced.is_set():
+            raise UnavailableError(
+                f"cluster {self.cluster_name}: {inf.rt.plural} not synced after "
+                f"{self._sync_timeout:g}s"
+            )
+        if inf.state == "forbidden":
+            return None
+        return inf
+
+    def _live(self) -> LiveSource:
+        return LiveSource(self.client)
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        inf = self._informer(kind)
+        if inf is None:
+            return self._live().get(kind, name, namespace=namespace)
+        return inf.get((namespace or "") if inf.rt.namespaced else "", name)
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        inf = self._informer(kind)
+        if inf is None:
+            return self._live().objects(kind, namespace=namespace)
+        return inf.items(namespace if inf.rt.namespaced else None)
+
+    def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        return events_for(self.client, namespace=namespace, kind=kind, name=name)
+
+    def node_usage(self) -> Mapping[str, NodeUsage]:
+        if self._informer("Pod") is None:
+            return self._live().node_usage()
+        return self.usage.snapshot()
+
+    # --- health --------------------------------------------------------------------------
+
+    def staleness_note(self) -> str | None:
+        """One line for a report when cached data may be behind the cluster, else None."""
+        now = time.monotonic()
+        behind = []
+        for inf in self._informers.values():
+            if inf.down_since is not None and inf.state != "forbidden":
+                age = now - inf.down_since
+                if age >= self._stale_after or not inf.synced.is_set():
+                    behind.append((age, inf))
+        if not behind:
+            return None
+        age, worst = max(behind, key=lambda pair: pair[0])
+        kinds = ", ".join(sorted(inf.rt.plural for _, inf in behind))
+        return (
+            f"cluster data may be up to {int(age)}s old: lost the watch on {kinds} ({worst.error})"
+        )
+
+    def stats(self) -> dict[str, int]:
+        """Objects cached per kind, and API requests sent so far (for metrics and the bench)."""
+        out = {kind: len(inf) for kind, inf in self._informers.items()}
+        out["api_requests"] = self.client.requests
+        return out
+
+
+class ClusterRegistry:
+    """One CachedSource per kubeconfig context, created and started on first use."""
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: str | None = None,
+        default: str | None = None,
+        factory: Callable[[RawClient], CachedSource] = CachedSource,
+    ) -> None:
+        self._kubeconfig, self._default, self._factory = kubeconfig, default, factory
+        self._sources: dict[str, CachedSource] = {}
+        self._lock = threading.Lock()
+
+    def source(self, name: str | None = None) -> CachedSource:
+        """The cache for context `name` (the default / current context when None).
+
+        Raises `kube.errors.ConfigError` for a context the kubeconfig does not define.
+        """
+        wanted = name or self._default
+        with self._lock:
+            if wanted is not None and wanted in self._sources:
+                return self._sources[wanted]
+            api, resolved = load_client(kubeconfig=self._kubeconfig, context=wanted)
+            if resolved in self._sources:
+                api.close()  # type: ignore[no-untyped-call]
+                return self._sources[resolved]
+            src = self._factory(RawClient(api, cluster_name=resolved)).start()
+            self._sources[resolved] = src
+            if self._default is None and name is None:
+                self._default = resolved
+            return src
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._sources)
+
+    def close(self) -> None:
+        with self._lock:
+            sources, self._sources = list(self._sources.values()), {}
+        for src in sources:
+            src.close()

@@ -1,0 +1,213 @@
+"""List-then-watch for one kind, the way client-go informers keep a local copy current.
+
+An `Informer` runs on its own thread: it lists (paginated, slimmed page by page), then watches
+from the list's resourceVersion, applying ADDED/MODIFIED/DELETED to an in-memory store. A 410
+Gone (expired resourceVersion) triggers a relist; any other failure reconnects with
+exponential backoff while the last known state keeps being served and its age is reported.
+Readers never block on the network: the store is a dict swapped or updated under a lock, and
+stored objects are replaced, never mutated, so a reader may keep what it got.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from kube.client import GoneError, RawClient
+from kube.fastjson import loads
+from kube.live import list_objects
+from kube.slim import projection
+from triage.source import ForbiddenError, Obj, ResourceType, SourceError, UnavailableError, key
+
+Key = tuple[str, str]
+# Called with (old, new) under no lock of ours except the informer's own ordering guarantee:
+# one informer thread calls it sequentially. `old`/`new` is None on add/delete. A relist
+# reports a full replacement through `on_replace` instead.
+OnChange = Callable[[Obj | None, Obj | None], None]
+OnReplace = Callable[[list[Obj]], None]
+State = Literal["starting", "synced", "forbidden", "absent", "failing"]
+
+ABSENT_RECHECK = 300.0  # seconds before checking again whether a missing API got installed
+FORBIDDEN_RECHECK = 120.0
+
+
+class Informer:
+    """Keeps one kind's objects current. `start()` it, then read `items()` / `get()`."""
+
+    def __init__(
+        self,
+        client: RawClient,
+        rt: ResourceType,
+        *,
+        on_change: OnChange | None = None,
+        on_replace: OnReplace | None = None,
+        watch_timeout: float = 60.0,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.client, self.rt = client, rt
+        self._project = projection(rt.kind)
+        self._on_change, self._on_replace = on_change, on_replace
+        self._watch_timeout, self._max_backoff = watch_timeout, max_backoff
+        self._lock = threading.Lock()
+        self._items: dict[Key, Obj] = {}
+        self._by_ns: dict[str, dict[str, Obj]] = {}
+        self._rv = ""
+        self.state: State = "starting"
+        self.error: SourceError | None = None
+        self.down_since: float | None = None  # monotonic time the watch last went down
+        self.relists = 0
+        self._listed = False  # a list ever succeeded
+        self.synced = threading.Event()  # set once the first list settled (even as absent)
+        self._stop = threading.Event()
+        self._shutdown: Callable[[], None] | None = None
+        self._thread = threading.Thread(target=self._run, name=f"informer-{rt.plural}", daemon=True)
+
+    # --- reading -------------------------------------------------------------------------
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            return self._items.get((namespace, name))
+
+    def items(self, namespace: str | None = None) -> list[Obj]:
+        with self._lock:
+            if namespace is None:
+                return list(self._items.values())
+            return list(self._by_ns.get(namespace, {}).values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> Informer:
+        self._thread.start()
+        return self
+
+    def stop(self, *, timeout: float = 2.0) -> None:
+        self._stop.set()
+        shutdown = self._shutdown
+        if shutdown is not None:
+            with contextlib.suppress(OSError):
+                shutdown()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        first = backoff = min(0.5, self._max_backoff)
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                    if self.state == "absent":
+                        self._stop.wait(ABSENT_RECHECK)
+                        need_list = True
+                        continue
+                self._watch()
+                backoff = first  # a watch that ended cleanly (server timeout): resume at once
+            except GoneError:
+                need_list = True
+                self.relists += 1
+            except ForbiddenError as e:
+                need_list = True
+                if not self._listed:  # never readable: readers go to the API per request
+                    self._fail(e, state="forbidden")
+                    self._stop.wait(FORBIDDEN_RECHECK)
+                    continue
+                self._fail(e, state="failing")  # e.g. list allowed but watch denied
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+            except SourceError as e:
+                self._fail(e, state="failing")
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+            except Exception as e:  # never let one bad object kill the thread
+                self._fail(
+                    UnavailableError(f"watch on {self.rt.plural} failed: {e}"), state="failing"
+                )
+                need_list = True
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+
+    def _fail(self, e: SourceError, *, state: State) -> None:
+        self.error = e
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+        if state == "forbidden":
+            self.state = "forbidden"
+            self.synced.set()
+        elif self.synced.is_set():
+            self.state = "failing"
+
+    def _healthy(self) -> None:
+        self.error, self.down_since = None, None
+
+    # --- list and watch ------------------------------------------------------------------
+
+    def _list(self) -> None:
+        items, rv = list_objects(self.client, self.rt, transform=self._project)
+        items_by_key = {key(o): o for o in items}
+        by_ns: dict[str, dict[str, Obj]] = {}
+        for (ns, name), obj in items_by_key.items():
+            by_ns.setdefault(ns, {})[name] = obj
+        with self._lock:
+            self._items, self._by_ns, self._rv = items_by_key, by_ns, rv
+        if self._on_replace is not None:
+            self._on_replace(items)
+        self.state = "absent" if not rv else "synced"
+        self._listed = True
+        self._healthy()
+        self.synced.set()
+
+    def _watch(self) -> None:
+        query = [
+            ("watch", "1"),
+            ("resourceVersion", self._rv),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(int(self._watch_timeout))),
+        ]
+        read_timeout = self._watch_timeout + 15
+        with self.client.watch_lines(self.rt, query=query, read_timeout=read_timeout) as (
+            lines,
+            shutdown,
+        ):
+            self._shutdown = shutdown
+            self.state = "synced"
+            self._healthy()
+            try:
+                for line in lines:
+                    if self._stop.is_set():
+                        return
+                    self._apply(loads(line))
+            finally:
+                self._shutdown = None
+
+    def _apply(self, event: Obj) -> None:
+        etype, obj = event.get("type"), event.get("object") or {}
+        if etype == "ERROR":
+            if obj.get("code") == 410:
+                raise GoneError(f"{self.rt.plural}: {obj.get('message', '410 Gone')}")
+            raise UnavailableError(f"watch on {self.rt.plural} failed: {obj.get('message')}")
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if etype == "BOOKMARK":
+            self._rv = rv or self._rv
+            return
+        obj["kind"], obj["apiVersion"] = self.rt.kind, self.rt.api_version
+        new = self._project(obj)
+        k = key(new)
+        with self._lock:
+            old = self._items.get(k)
+            if etype == "DELETED":
+                self._items.pop(k, None)
+                self._by_ns.get(k[0], {}).pop(k[1], None)
+                new_value: Obj | None = None
+            else:
+                self._items[k] = new
+                self._by_ns.setdefault(k[0], {})[k[1]] = new
+                new_value = new
+            self._rv = rv or self._rv
+        if self._on_change is not None:
+            self._on_change(old, new_value)

@@ -1,0 +1,353 @@
+"""A loopback fake Kubernetes API server for tests and the benchmark.
+
+kmock's emulator serves neither `limit`/`continue` pagination, field selectors, resource
+versions, 410 Gone nor dropped watches, which is exactly what the live adapter and the cache
+must get right; so this stdlib server speaks that part of the wire protocol. It holds objects
+in memory, serves get/list (paginated, field-selected) and watch (chunked, newline-delimited),
+counts requests, and can inject 401/403/5xx, drop watches and compact its history.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import json
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from triage.source import KINDS, Obj, ResourceType
+
+TOKEN = "fake-token"
+
+
+@dataclass
+class _Resource:
+    rt: ResourceType
+    items: dict[tuple[str, str], tuple[Obj, bytes]] = field(default_factory=dict)
+    sorted_keys: list[tuple[str, str]] | None = None
+    history: list[tuple[int, bytes]] = field(default_factory=list)  # (rv, watch-event line)
+    views: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+
+
+def _route(path: str) -> tuple[ResourceType, str | None, str | None] | None:
+    parts = [unquote(p) for p in path.strip("/").split("/")]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 2:
+        return None
+    for rt in KINDS.values():
+        if (rt.group, rt.version, rt.plural) == (group, version, rest[0]):
+            return rt, namespace, rest[1] if len(rest) == 2 else None
+    return None
+
+
+def _field(obj: Obj, path: str) -> str:
+    cur: Any = obj
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return "" if cur is None else str(cur)
+
+
+def _matches(obj: Obj, selector: str) -> bool:
+    for term in filter(None, selector.split(",")):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if _field(obj, k) == v:
+                return False
+        else:
+            k, v = term.replace("==", "=").split("=", 1)
+            if _field(obj, k) != v:
+                return False
+    return True
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
+    return json.dumps(body | {"reason": reason, "message": message}).encode()
+
+
+class FakeApiServer:
+    """In-memory API server on 127.0.0.1. Use as a context manager or call start()/stop()."""
+
+    def __init__(self, objects: Iterable[Obj] = (), *, not_installed: Iterable[str] = ()) -> None:
+        self.not_installed = set(not_installed)  # API groups answering 404
+        # (plural, namespace): None forbids cluster-wide requests, "*" forbids every request
+        self.forbidden: set[tuple[str, str | None]] = set()
+        self.unauthorized = False
+        self.fail_statuses: list[int] = []  # next requests answer these statuses
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.rv = 1
+        self.min_rv = 0  # watches from before this get 410 Gone
+        self._res: dict[str, _Resource] = {k: _Resource(rt) for k, rt in KINDS.items()}
+        self._cond = threading.Condition()
+        self._drops = 0
+        self._stopping = False
+        for obj in objects:
+            self.apply(obj, record=False)
+        self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self) -> FakeApiServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def write_kubeconfig(self, path: Path, *, context: str = "fake") -> Path:
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {"token": TOKEN}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+            "current-context": context,
+        }
+        path.write_text(json.dumps(cfg))
+        return path
+
+    # --- state changes -------------------------------------------------------------------
+
+    def apply(self, obj: Obj, *, record: bool = True) -> Obj:
+        """Create or replace an object (keyed by kind/namespace/name); bumps resourceVersion."""
+        res = self._res[obj["kind"]]
+        meta = obj.setdefault("metadata", {})
+        k = (meta.get("namespace") or "", meta["name"])
+        with self._cond:
+            self.rv += 1
+            meta["resourceVersion"] = str(self.rv)
+            event = "MODIFIED" if k in res.items else "ADDED"
+            item = {k2: v for k2, v in obj.items() if k2 not in ("kind", "apiVersion")}
+            if k not in res.items:
+                res.sorted_keys = None
+            res.items[k] = (obj, json.dumps(item).encode())
+            res.views.clear()
+            if record:
+                self._record(res, event, obj)
+        return obj
+
+    def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None:
+        res = self._res[kind]
+        with self._cond:
+            obj, _ = res.items.pop((namespace or "", name))
+            res.sorted_keys = None
+            res.views.clear()
+            self.rv += 1
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            self._record(res, "DELETED", obj)
+
+    def _record(self, res: _Resource, event: str, obj: Obj) -> None:
+        line = json.dumps({"type": event, "object": obj}).encode() + b"\n"
+        res.history.append((self.rv, line))
+        self._cond.notify_all()
+
+    def compact(self) -> None:
+        """Forget history: watches resuming from an older resourceVersion get 410 Gone."""
+        with self._cond:
+            self.min_rv = self.rv
+            for res in self._res.values():
+                res.history.clear()
+            self._cond.notify_all()
+
+    def drop_watches(self) -> None:
+        """End every open watch stream abruptly (as a restarting API server would)."""
+        with self._cond:
+            self._drops += 1
+            self._cond.notify_all()
+
+    def count(self, *, path_contains: str = "", watch: bool | None = None) -> int:
+        with self._cond:
+            return sum(
+                1
+                for p, q in self.requests
+                if path_contains in p and (watch is None or ("watch" in q) == watch)
+            )
+
+    # --- serving -------------------------------------------------------------------------
+
+    def _error_for(self, rt: ResourceType, ns: str | None) -> tuple[int, bytes] | None:
+        if self.unauthorized:
+            return 401, _status(401, "Unauthorized", "Unauthorized")
+        if rt.group in self.not_installed:
+            return 404, _status(404, "NotFound", "the server could not find the requested resource")
+        if {(rt.plural, "*"), (rt.plural, ns)} & self.forbidden:
+            msg = f'{rt.plural} is forbidden: User "x" cannot list resource "{rt.plural}"'
+            return 403, _status(403, "Forbidden", msg)
+        if self.fail_statuses:
+            code = self.fail_statuses.pop(0)
+            return code, _status(code, "InternalError", "injected failure")
+        return None
+
+    def _get(self, rt: ResourceType, ns: str | None, name: str) -> tuple[int, bytes]:
+        with self._cond:
+            found = self._res[rt.kind].items.get((ns or "", name))
+        if found is None:
+            return 404, _status(404, "NotFound", f'{rt.plural} "{name}" not found')
+        obj = found[0]
+        return 200, json.dumps({"kind": rt.kind, "apiVersion": rt.api_version} | obj).encode()
+
+    def _list(self, rt: ResourceType, ns: str | None, q: dict[str, str]) -> tuple[int, bytes]:
+        res = self._res[rt.kind]
+        selector = q.get("fieldSelector", "")
+        with self._cond:
+            if res.sorted_keys is None:
+                res.sorted_keys = sorted(res.items)
+            view = res.views.get((ns or "", selector))
+            if view is None:
+                view = [
+                    k
+                    for k in res.sorted_keys
+                    if (ns is None or k[0] == ns)
+                    and (not selector or _matches(res.items[k][0], selector))
+                ]
+                res.views[(ns or "", selector)] = view
+            start = 0
+            if q.get("continue"):
+                last = tuple(json.loads(base64.b64decode(q["continue"])))
+                start = bisect.bisect_right(view, last)
+            limit = int(q.get("limit") or 0) or len(view)
+            page = view[start : start + limit]
+            chunks = [res.items[k][1] for k in page]
+            more = start + limit < len(view)
+            rv = self.rv
+        meta: dict[str, str] = {"resourceVersion": str(rv)}
+        if more:
+            meta["continue"] = base64.b64encode(json.dumps(list(page[-1])).encode()).decode()
+        head = json.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version})
+        body = head[:-1].encode() + b', "metadata": ' + json.dumps(meta).encode()
+        return 200, body + b', "items": [' + b",".join(chunks) + b"]}"
+
+    def _watch(self, handler: BaseHTTPRequestHandler, rt: ResourceType, q: dict[str, str]) -> None:
+        res = self._res[rt.kind]
+        timeout = float(q.get("timeoutSeconds") or 300)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+
+        def send(data: bytes) -> None:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            handler.wfile.flush()
+
+        with self._cond:
+            drops, since = self._drops, int(q.get("resourceVersion") or 0)
+            if since < self.min_rv:
+                gone = _status(410, "Expired", f"too old resource version: {since}")
+                pending = [
+                    json.dumps({"type": "ERROR", "object": json.loads(gone)}).encode() + b"\n"
+                ]
+                since = -1
+            elif not since:
+                since, pending = (
+                    self.rv,
+                    [
+                        json.dumps({"type": "ADDED", "object": o}).encode() + b"\n"
+                        for o, _ in res.items.values()
+                    ],
+                )
+            else:
+                pending = []
+        deadline = _now() + timeout
+        try:
+            while True:
+                for line in pending:
+                    send(line)
+                if since < 0:
+                    break
+                with self._cond:
+                    while not self._stopping and drops == self._drops and _now() < deadline:
+                        i = bisect.bisect_right(res.history, (since, b"\xff"))
+                        if i < len(res.history):
+                            pending = [line for _, line in res.history[i:]]
+                            since = res.history[-1][0]
+                            break
+                        self._cond.wait(min(1.0, max(0.0, deadline - _now())))
+                    else:
+                        if drops != self._drops or self._stopping:
+                            handler.close_connection = True
+                            handler.wfile.flush()
+                            handler.connection.shutdown(2)  # abrupt: no final chunk
+                            return
+                        break
+            send(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            handler.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # a cache opens ~20 watches at once; the default 5 drops SYNs
+    daemon_threads = True
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else headers then body stall on delayed ACKs
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _reply(self, code: int, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            with server._cond:
+                server.requests.append((url.path, q))
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
+            route = _route(url.path)
+            if route is None:
+                return self._reply(404, _status(404, "NotFound", "not found"))
+            rt, ns, name = route
+            error = server._error_for(rt, ns)
+            if error:
+                return self._reply(*error)
+            if name:
+                return self._reply(*server._get(rt, ns, name))
+            if q.get("watch") in ("1", "true"):
+                return server._watch(self, rt, q)
+            return self._reply(*server._list(rt, ns, q))
+
+    return Handler

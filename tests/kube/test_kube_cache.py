@@ -1,0 +1,235 @@
+"""The watch-backed cache through the real client against the loopback fake API server."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from kube.cache import CachedSource, ClusterRegistry
+from kube.client import RawClient, load_client
+from kube.errors import ConfigError
+from kube.live import LiveSource
+from kube.slim import projection
+from kube.testing import FakeApiServer
+from tests.kube.kube_objs import event, node, pod
+from triage.source import ForbiddenError, MemorySource, NodeUsage, Obj, UnavailableError
+
+
+def wait_for(check: Callable[[], bool], *, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.02)
+
+
+def usage_view(usage: Mapping[str, NodeUsage]) -> dict[str, tuple[dict[str, int], list[str]]]:
+    return {n: (u.requests, sorted(u.pods)) for n, u in usage.items()}
+
+
+def seed(api: FakeApiServer) -> None:
+    for i in range(4):
+        api.apply(node(f"n{i}"))
+    for i in range(30):
+        api.apply(pod(f"p{i:02d}", node=f"n{i % 4}", gpu=i % 3, ns=f"team-{i % 2}"))
+    api.apply({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "team-0"}})
+
+
+@pytest.fixture
+def cache(api: FakeApiServer, kubeconfig: str) -> Iterator[CachedSource]:
+    seed(api)
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(
+        RawClient(client_api, cluster_name=name), watch_timeout=5, max_backoff=0.2, stale_after=0
+    )
+    src.start()
+    assert src.wait_synced(10)
+    yield src
+    src.close()
+
+
+def fresh(kubeconfig: str) -> LiveSource:
+    api, name = load_client(kubeconfig=kubeconfig)
+    return LiveSource(RawClient(api, cluster_name=name))
+
+
+def same_as_fresh_list(cache: CachedSource, kubeconfig: str) -> bool:
+    live = fresh(kubeconfig)
+    for kind in ("Node", "Pod", "Namespace"):
+        want = sorted(
+            (json.dumps(projection(kind)(o), sort_keys=True) for o in live.objects(kind)),
+        )
+        got = sorted(json.dumps(o, sort_keys=True) for o in cache.objects(kind))
+        if want != got:
+            return False
+    return usage_view(cache.node_usage()) == usage_view(
+        MemorySource(live.objects("Pod")).node_usage()
+    )
+
+
+def test_initial_sync_matches_a_memory_source(cache: CachedSource, kubeconfig: str) -> None:
+    assert same_as_fresh_list(cache, kubeconfig)
+    assert len(cache.objects("Pod")) == 30
+    assert len(cache.objects("Pod", namespace="team-1")) == 15
+    got = cache.get("Pod", "p03", namespace="team-1")
+    assert got is not None and got["kind"] == "Pod" and got["spec"]["nodeName"] == "n3"
+    assert cache.get("Namespace", "team-0") is not None
+    assert cache.get("Namespace", "nope") is None
+    assert cache.objects("Workload") == []
+    assert cache.staleness_note() is None
+
+
+def test_converges_after_adds_updates_deletes(
+    api: FakeApiServer, cache: CachedSource, kubeconfig: str
+) -> None:
+    api.apply(pod("new", node="n1", gpu=4))
+    api.apply(pod("p00", node="n2", gpu=1, ns="team-0"))  # moved and resized
+    api.apply(pod("p01", node="n1", gpu=1, ns="team-1", phase="Succeeded"))  # finished
+    api.delete("Pod", "p02", namespace="team-0")
+    api.delete("Node", "n3")
+    api.apply(node("n9", gpus=2))
+    for i in range(10, 20):
+        api.delete("Pod", f"p{i:02d}", namespace=f"team-{i % 2}")
+    wait_for(lambda: same_as_fresh_list(cache, kubeconfig))
+    usage = cache.node_usage()
+    assert "team-1/p01" not in usage["n1"].pods
+    assert usage["n1"].requests["nvidia.com/gpu"] >= 4
+
+
+def test_expired_resource_version_relists(
+    api: FakeApiServer, cache: CachedSource, kubeconfig: str
+) -> None:
+    pods = cache._informers["Pod"]
+    api.apply(pod("missed", node="n0", gpu=8), record=False)  # the watch never hears of it
+    api.compact()
+    api.drop_watches()
+    wait_for(lambda: pods.relists >= 1)
+    wait_for(lambda: same_as_fresh_list(cache, kubeconfig))
+    assert cache.node_usage()["n0"].requests["nvidia.com/gpu"] >= 8
+
+
+def test_dropped_watch_resumes_without_relisting(
+    api: FakeApiServer, cache: CachedSource, kubeconfig: str
+) -> None:
+    watches = api.count(path_contains="/pods", watch=True)
+    lists = api.count(path_contains="/pods", watch=False)
+    api.drop_watches()
+    api.apply(pod("after-drop", node="n2", gpu=2))
+    wait_for(lambda: cache.get("Pod", "after-drop", namespace="team-a") is not None)
+    assert api.count(path_contains="/pods", watch=True) > watches
+    assert cache._informers["Pod"].relists == 0
+    assert api.count(path_contains="/pods", watch=False) == lists  # resumed, not relisted
+    assert same_as_fresh_list(cache, kubeconfig)
+
+
+def test_warm_triage_reads_cost_one_request(api: FakeApiServer, cache: CachedSource) -> None:
+    api.apply(event("e1", ns="team-0", kind="Pod", obj="p00", reason="FailedScheduling"))
+    before = api.count(watch=False)
+    cache.get("Namespace", "team-0")
+    cache.get("Pod", "p00", namespace="team-0")
+    cache.objects("Node")
+    cache.objects("ResourceQuota", namespace="team-0")
+    cache.node_usage()
+    evs = cache.events_for(namespace="team-0", kind="Pod", name="p00")
+    assert [e["reason"] for e in evs] == ["FailedScheduling"]
+    assert api.count(watch=False) == before + 1
+
+
+def test_lost_server_is_reported_stale_and_still_served(
+    api: FakeApiServer, cache: CachedSource
+) -> None:
+    api.stop()
+    wait_for(lambda: cache.staleness_note() is not None)
+    note = cache.staleness_note()
+    assert note is not None and note.startswith("cluster data may be up to")
+    assert "lost the watch on" in note and "\n" not in note
+    assert len(cache.objects("Pod")) == 30  # last known state keeps being served
+
+
+def test_forbidden_cluster_wide_list_falls_back_to_namespaced_reads(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    seed(api)
+    api.apply(
+        {
+            "kind": "ResourceQuota",
+            "apiVersion": "v1",
+            "metadata": {"name": "gpu", "namespace": "team-0"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+        }
+    )
+    api.forbidden |= {("resourcequotas", None), ("resourcequotas", "team-1")}
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(RawClient(client_api, cluster_name=name), watch_timeout=5)
+    try:
+        assert src.start().wait_synced(10)
+        assert [
+            q["metadata"]["name"] for q in src.objects("ResourceQuota", namespace="team-0")
+        ] == ["gpu"]
+        with pytest.raises(ForbiddenError, match="cannot list resourcequotas in namespace team-1"):
+            src.objects("ResourceQuota", namespace="team-1")
+    finally:
+        src.close()
+
+
+def test_registry_keeps_one_cache_per_context(tmp_path: Path) -> None:
+    with FakeApiServer([node("a-node")]) as a, FakeApiServer([node("b-node")]) as b:
+        cfg = json.loads(a.write_kubeconfig(tmp_path / "a", context="alpha").read_text())
+        other = json.loads(b.write_kubeconfig(tmp_path / "b", context="beta").read_text())
+        for section in ("clusters", "users", "contexts"):
+            cfg[section] += other[section]
+        path = tmp_path / "kubeconfig"
+        path.write_text(json.dumps(cfg))
+        registry = ClusterRegistry(kubeconfig=str(path))
+        try:
+            default = registry.source()
+            assert default.cluster_name == "alpha"
+            assert registry.source("alpha") is default
+            beta = registry.source("beta")
+            assert [n["metadata"]["name"] for n in beta.objects("Node")] == ["b-node"]
+            assert [n["metadata"]["name"] for n in default.objects("Node")] == ["a-node"]
+            assert registry.names() == ["alpha", "beta"]
+            with pytest.raises(ConfigError, match="context 'gamma' not found"):
+                registry.source("gamma")
+        finally:
+            registry.close()
+
+
+def test_usage_index_equals_recomputation() -> None:
+    from kube.usage import UsageIndex
+
+    index = UsageIndex()
+    pods: dict[str, Obj] = {}
+    index.replace([])
+    for step in range(60):
+        name = f"p{step % 7}"
+        new = pod(
+            name,
+            node=f"n{step % 3}",
+            gpu=step % 4,
+            phase="Succeeded" if step % 5 == 0 else "Running",
+        )
+        index.change(pods.get(name), new)
+        pods[name] = new
+        if step % 11 == 0:
+            index.change(pods.pop(name), None)
+    expected: dict[str, NodeUsage] = dict(MemorySource(pods.values()).node_usage())
+    assert usage_view(index.snapshot()) == usage_view(expected)
+
+
+def test_unreachable_cluster_fails_fast_not_after_the_sync_timeout(tmp_path: Path) -> None:
+    with FakeApiServer() as gone:
+        path = gone.write_kubeconfig(tmp_path / "kubeconfig")
+    client_api, name = load_client(kubeconfig=str(path))
+    src = CachedSource(RawClient(client_api, cluster_name=name), sync_timeout=30)
+    started = time.monotonic()
+    try:
+        with pytest.raises(UnavailableError, match="cannot reach the Kubernetes API"):
+            src.objects("Node")
+        assert time.monotonic() - started < 5
+    finally:
+        src.close()

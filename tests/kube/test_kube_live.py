@@ -1,0 +1,181 @@
+"""LiveSource through the real kubernetes client against the loopback fake API server."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from kube.errors import ConfigError, UnauthorizedError
+from kube.live import LiveSource, connect
+from kube.testing import FakeApiServer
+from tests.kube.kube_objs import event, node, pod
+from triage.source import ForbiddenError, MemorySource, UnavailableError
+
+
+def test_connect_uses_current_context(api: FakeApiServer, kubeconfig: str) -> None:
+    src = connect(kubeconfig=kubeconfig)
+    assert src.cluster_name == "fake"
+    assert src.objects("Node") == []
+
+
+def test_unknown_context_is_a_one_line_config_error(kubeconfig: str) -> None:
+    with pytest.raises(ConfigError, match="context 'nope' not found"):
+        connect(kubeconfig=kubeconfig, context="nope")
+
+
+def test_no_kubeconfig_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="no kubeconfig found"):
+        connect()
+
+
+def test_list_follows_continue_tokens_and_adds_kind(api: FakeApiServer, kubeconfig: str) -> None:
+    for i in range(1203):
+        api.apply(pod(f"p{i:04d}", node="n1"))
+    src = connect(kubeconfig=kubeconfig)
+    pods = src.objects("Pod")
+    assert sorted(p["metadata"]["name"] for p in pods) == [f"p{i:04d}" for i in range(1203)]
+    assert {p["kind"] for p in pods} == {"Pod"}
+    lists = [q for path, q in api.requests if path == "/api/v1/pods"]
+    assert len(lists) == 3  # 500 + 500 + 203
+    assert [("continue" in q) for q in lists] == [False, True, True]
+
+
+def test_namespaced_list_and_get(api: FakeApiServer, kubeconfig: str) -> None:
+    api.apply(pod("a", ns="team-a"))
+    api.apply(pod("b", ns="team-b"))
+    api.apply({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "team-a"}})
+    src = connect(kubeconfig=kubeconfig)
+    assert [p["metadata"]["name"] for p in src.objects("Pod", namespace="team-b")] == ["b"]
+    got = src.get("Pod", "a", namespace="team-a")
+    assert got is not None and got["kind"] == "Pod" and got["spec"]["containers"]
+    assert src.get("Pod", "a", namespace="team-b") is None
+    assert src.get("Namespace", "team-a") is not None
+    assert src.get("Namespace", "missing") is None
+
+
+def test_missing_custom_resource_api_lists_empty(api: FakeApiServer, kubeconfig: str) -> None:
+    api.not_installed = {"kueue.x-k8s.io", "scheduling.volcano.sh", "nvidia.com"}
+    src = connect(kubeconfig=kubeconfig)
+    assert src.objects("Workload", namespace="team-a") == []
+    assert src.objects("Queue") == []
+    assert src.objects("ClusterPolicy") == []
+    assert src.get("ClusterQueue", "cq") is None
+
+
+def test_forbidden_resourcequotas(api: FakeApiServer, kubeconfig: str) -> None:
+    api.forbidden.add(("resourcequotas", "x"))
+    src = connect(kubeconfig=kubeconfig)
+    with pytest.raises(ForbiddenError) as info:
+        src.objects("ResourceQuota", namespace="x")
+    assert str(info.value) == (
+        "cannot list resourcequotas in namespace x: grant list on resourcequotas in x"
+    )
+    assert info.value.__cause__ is not None
+    assert src.objects("ResourceQuota", namespace="y") == []
+
+
+def test_forbidden_namespace_get_and_custom_resource_names_group(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    api.forbidden |= {("namespaces", None), ("workloads", "*")}
+    src = connect(kubeconfig=kubeconfig)
+    with pytest.raises(ForbiddenError, match="cannot get namespaces at cluster scope"):
+        src.get("Namespace", "team-a")
+    with pytest.raises(
+        ForbiddenError, match=re.escape("list on workloads.kueue.x-k8s.io in team-a")
+    ):
+        src.objects("Workload", namespace="team-a")
+
+
+def test_unauthorized_names_the_server(api: FakeApiServer, kubeconfig: str) -> None:
+    api.unauthorized = True
+    with pytest.raises(UnauthorizedError, match=f"API at {api.url} rejected the credentials"):
+        connect(kubeconfig=kubeconfig).objects("Node")
+
+
+def test_server_error_is_unavailable(api: FakeApiServer, kubeconfig: str) -> None:
+    api.fail_statuses = [503]
+    with pytest.raises(UnavailableError, match=f"API at {api.url} answered 503"):
+        connect(kubeconfig=kubeconfig).objects("Node")
+
+
+def test_closed_port_is_unavailable_quickly(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = f"http://127.0.0.1:{port}"
+    cfg = {
+        "apiVersion": "v1",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "dead",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(cfg))
+    src = connect(kubeconfig=str(path))
+    started = time.monotonic()
+    with pytest.raises(UnavailableError) as info:
+        src.get("Pod", "p", namespace="ns")
+    assert time.monotonic() - started < 3
+    assert str(info.value) == f"cannot reach the Kubernetes API at {server}: connection refused"
+    assert "\n" not in str(info.value)
+
+
+def test_events_for_is_one_field_selected_request(api: FakeApiServer, kubeconfig: str) -> None:
+    api.apply(event("e1", ns="team-a", kind="Pod", obj="train", reason="FailedScheduling"))
+    api.apply(event("e2", ns="team-a", kind="Pod", obj="other", reason="Pulled"))
+    api.apply(event("e3", ns="team-a", kind="Job", obj="train", reason="FailedCreate"))
+    api.apply(event("e4", ns="team-b", kind="Pod", obj="train", reason="Pulled"))
+    src = connect(kubeconfig=kubeconfig)
+    before = len(api.requests)
+    evs = src.events_for(namespace="team-a", kind="Pod", name="train")
+    assert [e["metadata"]["name"] for e in evs] == ["e1"]
+    assert evs[0]["kind"] == "Event"
+    assert len(api.requests) == before + 1
+    path, query = api.requests[-1]
+    assert path == "/api/v1/namespaces/team-a/events"
+    assert query["fieldSelector"] == "involvedObject.kind=Pod,involvedObject.name=train"
+
+
+def test_node_usage_counts_active_pods_once(api: FakeApiServer, kubeconfig: str) -> None:
+    objs = [
+        node("n1"),
+        node("n2"),
+        pod("a", node="n1", gpu=2, cpu="500m"),
+        pod("b", node="n1", gpu=1),
+        pod("done", node="n1", gpu=4, phase="Succeeded"),
+        pod("failed", node="n2", gpu=4, phase="Failed"),
+        pod("pending", gpu=8, phase="Pending"),
+    ]
+    for o in objs:
+        api.apply(o)
+    src = connect(kubeconfig=kubeconfig)
+    usage = src.node_usage()
+    assert usage["n1"].requests["nvidia.com/gpu"] == 3
+    assert usage["n1"].requests["cpu"] == 1500
+    assert sorted(usage["n1"].pods) == ["team-a/a", "team-a/b"]
+    assert "n2" not in usage
+    _, query = api.requests[-1]
+    assert query["fieldSelector"] == "status.phase!=Succeeded,status.phase!=Failed"
+    assert src.node_usage() is usage  # cached for the instance's lifetime
+    assert api.count(path_contains="/pods") == 1
+    expected = MemorySource(objs).node_usage()
+    assert {n: (u.requests, sorted(u.pods)) for n, u in usage.items()} == {
+        n: (u.requests, sorted(u.pods)) for n, u in expected.items()
+    }
+
+
+def test_live_source_is_a_cluster_source(kubeconfig: str) -> None:
+    from triage.source import ClusterSource
+
+    src: ClusterSource = connect(kubeconfig=kubeconfig)
+    assert isinstance(src, LiveSource)

@@ -1,0 +1,91 @@
+"""Triage through the warm cache gives the same report as through a snapshot of full objects.
+
+The cache keeps slim projections; if the engine starts reading a field `kube.slim` drops,
+these reports diverge and this test says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from kube.cache import CachedSource
+from kube.client import RawClient, load_client
+from kube.testing import FakeApiServer
+from tests.kube.kube_objs import event, node, pod
+from triage import load_playbook, triage
+from triage.source import MemorySource
+
+NOW = datetime(2025, 1, 1, 1, 0, tzinfo=UTC)
+
+
+def cluster() -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = [
+        {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "team-a"}},
+        {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "gpu-operator"}},
+        {
+            "kind": "ResourceQuota",
+            "apiVersion": "v1",
+            "metadata": {"name": "gpu", "namespace": "team-a"},
+            "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+            "status": {
+                "hard": {"requests.nvidia.com/gpu": "4"},
+                "used": {"requests.nvidia.com/gpu": "4"},
+            },
+        },
+    ]
+    for i in range(3):
+        n = node(f"n{i}", gpus=8)
+        n["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100"
+        n["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+        n["status"]["images"] = [{"names": ["x"], "sizeBytes": 1}]
+        objs.append(n)
+    broken = node("n3", gpus=8)
+    del broken["status"]["capacity"]["nvidia.com/gpu"]
+    del broken["status"]["allocatable"]["nvidia.com/gpu"]
+    objs.append(broken)
+    for i in range(3):
+        objs.append(pod(f"busy-{i}", node=f"n{i}", gpu=8))
+    big = pod("big", gpu=16, phase="Pending")
+    wrong = pod("wrong", gpu=1, phase="Pending")
+    wrong["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "H100"}
+    small = pod("small", gpu=1, phase="Pending")
+    for p in (big, wrong, small):
+        p["spec"]["containers"][0]["env"] = [{"name": "A", "value": "b"}]
+        p["status"]["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+            }
+        ]
+        objs.append(p)
+    objs.append(event("big.1", ns="team-a", kind="Pod", obj="big", reason="FailedScheduling"))
+    return objs
+
+
+@pytest.fixture
+def cache(api: FakeApiServer, kubeconfig: str) -> Iterator[CachedSource]:
+    for obj in cluster():
+        api.apply(json.loads(json.dumps(obj)))
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(RawClient(client_api, cluster_name=name), freeze_gc=False)
+    assert src.start().wait_synced(10)
+    yield src
+    src.close()
+
+
+@pytest.mark.parametrize("name", ["big", "wrong", "small", "busy-0"])
+def test_cache_and_snapshot_reports_agree(cache: CachedSource, name: str) -> None:
+    playbook = load_playbook()
+    snapshot = MemorySource(cluster(), cluster_name="fake")
+    want = triage(snapshot, namespace="team-a", name=name, playbook=playbook, now=NOW)
+    got = triage(cache, namespace="team-a", name=name, playbook=playbook, now=NOW)
+    assert got.model_dump(mode="json") == want.model_dump(mode="json")
+    if name != "busy-0":
+        assert want.failing_layer is not None
