@@ -1,0 +1,259 @@
+"""`gpu-triage verify-node`, `verify-nodes` and `preflight`: node admission from a terminal or CI.
+
+Exit status: 0 when every verified node passes (preflight: no problems), 1 when any fails or
+nothing matched, 2 (from cli.py) for errors. The optional test pod is the only write this tool
+makes; it is refused unless writes are enabled (`--allow-writes` or GPU_TRIAGE_ALLOW_WRITES=1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from gpu_triage.errors import UserError
+from gpu_triage.sources import open_source
+from triage import EngineConfig, load_playbook
+from triage.preflight import Preflight, preflight
+from triage.source import ClusterSource
+from triage.verify import (
+    CheckStatus,
+    NodeVerification,
+    probe_check,
+    verify_node,
+    verify_nodes,
+    with_check,
+)
+
+_MARK = {
+    CheckStatus.PASS: "pass",
+    CheckStatus.FAIL: "FAIL",
+    CheckStatus.WARN: "warn",
+    CheckStatus.SKIP: "skip",
+}
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--snapshot", help="read cluster state from `kubectl get … -o yaml|json` output")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: current context)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--playbook",
+        default=os.environ.get("GPU_TRIAGE_PLAYBOOK"),
+        help="playbook YAML (default: bundled)",
+    )
+    p.add_argument(
+        "--operator-namespace",
+        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE", "gpu-operator"),
+        help="namespace of the GPU Operator (default: gpu-operator)",
+    )
+
+
+def _test_pod_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--test-pod",
+        action="store_true",
+        help="also run a 1-GPU nvidia-smi pod on each node (a write; always deleted)",
+    )
+    p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="permit --test-pod (or set GPU_TRIAGE_ALLOW_WRITES=1)",
+    )
+    p.add_argument("--test-pod-image", default="nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04")
+    p.add_argument("--test-pod-namespace", default="default")
+    p.add_argument("--test-pod-timeout", type=float, default=180.0, help="seconds (default 180)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("verify-node", help="run the GPU node verification template on one node")
+    p.add_argument("node", metavar="NODE")
+    _common(p)
+    _test_pod_args(p)
+    p.set_defaults(handler=verify_node_cmd)
+
+    m = sub.add_parser("verify-nodes", help="verify every GPU node (or those matching --selector)")
+    m.add_argument("--selector", "-l", help="node labels k=v[,k2=v2] (default: all GPU nodes)")
+    _common(m)
+    _test_pod_args(m)
+    m.set_defaults(handler=verify_nodes_cmd)
+
+    f = sub.add_parser(
+        "preflight", help="cluster baseline: GPU nodes, runtimes, driver strategy, permissions"
+    )
+    _common(f)
+    f.set_defaults(handler=preflight_cmd)
+
+
+def parse_selector(text: str | None) -> dict[str, str] | None:
+    if not text:
+        return None
+    out: dict[str, str] = {}
+    for term in text.split(","):
+        k, sep, v = term.strip().partition("=")
+        if not sep or not k:
+            raise UserError(f"invalid selector term {term.strip()!r}: expected key=value")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _source(args: argparse.Namespace) -> ClusterSource:
+    if getattr(args, "test_pod", False):
+        from kube.testpod import writes_enabled
+
+        if not writes_enabled(flag=args.allow_writes):
+            raise UserError(
+                "--test-pod creates a pod: pass --allow-writes or set GPU_TRIAGE_ALLOW_WRITES=1"
+            )
+        if args.snapshot:
+            raise UserError("--test-pod needs a live cluster, not --snapshot")
+    return open_source(snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context)
+
+
+def _engine(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "config": EngineConfig(operator_namespace=args.operator_namespace),
+        "playbook": load_playbook(args.playbook),
+    }
+
+
+def _with_probes(
+    args: argparse.Namespace, source: ClusterSource, results: list[NodeVerification]
+) -> list[NodeVerification]:
+    if not args.test_pod:
+        return results
+    from kube.testpod import TestPod
+
+    client = getattr(source, "client", None)
+    if client is None:
+        raise UserError("--test-pod needs a live cluster connection")
+    probe = TestPod(
+        client,
+        namespace=args.test_pod_namespace,
+        image=args.test_pod_image,
+        timeout=args.test_pod_timeout,
+    )
+    playbook = load_playbook(args.playbook)
+    out = []
+    for r in results:
+        res = probe.run(r.node)
+        if not res.deleted:
+            print(
+                f"gpu-triage: warning: test pod {res.namespace}/{res.pod} was not deleted: delete it by hand",
+                file=sys.stderr,
+            )
+        check = probe_check(
+            outcome=res.outcome,
+            summary=res.summary,
+            evidence=[
+                f"pod {res.namespace}/{res.pod} ({res.seconds:g}s, deleted={res.deleted})",
+                *res.evidence,
+            ],
+        )
+        node = source.get("Node", r.node) or {"metadata": {"name": r.node}}
+        out.append(with_check(r, check, node=node, playbook=playbook))
+    return out
+
+
+def verify_node_cmd(args: argparse.Namespace) -> int:
+    source = _source(args)
+    results = _with_probes(args, source, [verify_node(source, args.node, **_engine(args))])
+    return _emit(results, fmt=args.format)
+
+
+def verify_nodes_cmd(args: argparse.Namespace) -> int:
+    selector = parse_selector(args.selector)
+    source = _source(args)
+    results = _with_probes(args, source, verify_nodes(source, selector=selector, **_engine(args)))
+    if not results and args.format == "text":
+        what = f"matching {args.selector}" if selector else "(no GPU nodes found)"
+        print(f"no nodes {what}: nothing verified")
+    return _emit(results, fmt=args.format) if results or args.format == "json" else 1
+
+
+def _emit(results: list[NodeVerification], *, fmt: str) -> int:
+    if fmt == "json":
+        print(
+            json.dumps([r.model_dump(mode="json") for r in results], indent=2, ensure_ascii=False)
+        )
+    else:
+        print(to_text(results))
+    return 0 if results and all(r.passed for r in results) else 1
+
+
+def to_text(results: list[NodeVerification]) -> str:
+    width = max([len(r.node) for r in results] + [4])
+    lines = [f"{'NODE':<{width}}  RESULT  {'LAYER':<13}  {'OWNER':<22}  DRIVER"]
+    for r in results:
+        layer = r.failing_layer.value if r.failing_layer else "-"
+        owner = r.owner.team if r.owner else "-"
+        lines.append(
+            f"{r.node:<{width}}  {'pass' if r.passed else 'FAIL':<6}  {layer:<13}  {owner:<22}  {r.driver_strategy}"
+        )
+    for r in results:
+        lines += ["", f"== {r.node}: {'passed' if r.passed else 'FAILED'} (cluster {r.cluster})"]
+        for c in r.checks:
+            lines.append(f"  [{_MARK[c.status]}] {c.name:<18} {c.summary}")
+            if c.status in (CheckStatus.FAIL, CheckStatus.WARN) or c.name in (
+                "container-runtime",
+                "taints",
+            ):
+                lines += [f"         - {e}" for e in c.evidence]
+        if r.owner:
+            where = " ".join(x for x in (r.owner.channel, r.owner.usergroup) if x)
+            lines.append(f"  owner: {r.owner.team} {where} (route: {r.owner.source})".rstrip())
+    return "\n".join(lines)
+
+
+def preflight_cmd(args: argparse.Namespace) -> int:
+    source = _source(args)
+    result = preflight(source, **_engine(args))
+    client = getattr(source, "client", None)
+    if client is not None:
+        from kube.access import missing_permissions
+
+        result = result.with_permissions(missing_permissions(client))
+    if args.format == "json":
+        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        print(preflight_text(result))
+    return 0 if result.passed else 1
+
+
+def preflight_text(p: Preflight) -> str:
+    op = p.operator
+    ns = {True: "exists", False: "absent", None: "unknown (cannot read namespaces)"}[
+        op.namespace_exists
+    ]
+    lines = [
+        f"Preflight for cluster {p.cluster}: {'OK' if p.passed else 'PROBLEMS FOUND'}",
+        f"GPU nodes: {len(p.gpu_nodes)}   other nodes: {p.cpu_nodes}",
+        f"operator namespace {op.namespace}: {ns}; operator installed: {'yes' if op.installed else 'no'}"
+        + (f"; ClusterPolicy state: {op.cluster_policy_state}" if op.cluster_policy_state else ""),
+        f"RuntimeClass {op.runtime_class}: {({True: 'exists', False: 'absent', None: 'unknown'})[op.runtime_class_exists]}",
+        "container runtimes: "
+        + (", ".join(f"{v} ({n})" for v, n in p.runtime_versions.items()) or "-"),
+        "permissions: "
+        + (
+            "not checked (snapshot)"
+            if p.missing_permissions is None
+            else "all granted"
+            if not p.missing_permissions
+            else f"{len(p.missing_permissions)} missing"
+        ),
+    ]
+    if p.gpu_nodes:
+        width = max(len(g.name) for g in p.gpu_nodes)
+        lines += [
+            "",
+            f"{'NODE':<{width}}  {'PRODUCT':<24}  {'RUNTIME':<22}  {'DRIVER':<16}  SEPARATED BY",
+        ]
+        for g in p.gpu_nodes:
+            lines.append(
+                f"{g.name:<{width}}  {(g.product or '-'):<24}  {(g.runtime or '-'):<22}  {g.driver_strategy.split(' ')[0]:<16}  {'; '.join(g.separated_by) or 'NOTHING'}"
+            )
+    lines += [f"problem: {x}" for x in p.problems] + [f"warning: {x}" for x in p.warnings]
+    return "\n".join(lines)

@@ -1,0 +1,145 @@
+"""The Helm chart, checked without helm where helm is not installed.
+
+No registry this project may use ships a helm binary (Debian has none, PyPI's "helm" is an
+unrelated package, npm has only wrappers), so `helm template` runs only when helm is on PATH.
+Without it the chart's structure is checked directly: the ClusterRole's read rules are parsed
+and compared with `triage.source.KINDS` (so RBAC cannot drift from what the engine reads),
+test-pod writes sit behind `testPods.enabled`, every `.Values` path the templates use exists in
+values.yaml and every value is used, and control blocks are balanced.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from triage.source import KINDS
+
+CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "gpu-triage"
+TEMPLATES = CHART / "templates"
+
+
+def expected_read_rules() -> list[dict[str, Any]]:
+    groups: dict[str, list[str]] = {}
+    for rt in KINDS.values():
+        groups.setdefault(rt.group, []).append(rt.plural)
+    return [
+        {"apiGroups": [g], "resources": sorted(groups[g]), "verbs": ["get", "list", "watch"]}
+        for g in sorted(groups)
+    ]
+
+
+def block(text: str, name: str) -> list[dict[str, Any]]:
+    m = re.search(rf"# BEGIN {name}\n(.*?)\n\s*# END {name}", text, re.S)
+    assert m, f"markers for {name} missing"
+    rules = yaml.safe_load(m.group(1))
+    assert isinstance(rules, list)
+    return rules
+
+
+def test_clusterrole_reads_exactly_the_engine_kinds() -> None:
+    text = (TEMPLATES / "clusterrole.yaml").read_text()
+    got = block(text, "read rules")
+    want = expected_read_rules()
+    assert got == want, "update templates/clusterrole.yaml read rules to:\n" + yaml.safe_dump(want)
+
+
+def test_test_pod_writes_only_when_enabled() -> None:
+    text = (TEMPLATES / "clusterrole.yaml").read_text()
+    assert block(text, "test pod rules") == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete"]}
+    ]
+    guarded = re.search(r"\{\{- if \.Values\.testPods\.enabled \}\}(.*?)\{\{- end \}\}", text, re.S)
+    assert guarded and "# BEGIN test pod rules" in guarded.group(1)
+    outside = text.replace(guarded.group(0), "")
+    assert not re.search(r"create|delete|update|patch|\*", outside.split("rules:", 1)[1])
+
+
+def _paths(tree: Any, prefix: str = "") -> set[str]:
+    out = {prefix} if prefix else set()
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            out |= _paths(v, f"{prefix}.{k}" if prefix else k)
+    return out
+
+
+def test_values_and_templates_agree() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    defined = _paths(values)
+    used: set[str] = set()
+    for t in TEMPLATES.iterdir():
+        used |= set(re.findall(r"\.Values\.([A-Za-z0-9_.]+)", t.read_text()))
+    assert used - defined == set(), "templates use values missing from values.yaml"
+    leaves = {p for p in defined if not isinstance(_get(values, p), dict) or not _get(values, p)}
+    unused = {p for p in leaves if not any(p == u or p.startswith(u + ".") for u in used)}
+    assert unused == set(), "values.yaml keys no template uses"
+
+
+def _get(tree: Any, path: str) -> Any:
+    for part in path.split("."):
+        tree = tree[part]
+    return tree
+
+
+def test_templates_have_balanced_blocks_and_chart_metadata() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2" and chart["name"] == "gpu-triage" and chart["version"]
+    for t in TEMPLATES.glob("*.yaml"):
+        text = t.read_text()
+        opens = len(re.findall(r"\{\{-?\s*(if|with|range|define)\b", text))
+        assert opens == len(re.findall(r"\{\{-?\s*end\s*-?\}\}", text)), t.name
+
+
+def test_deployment_wires_secrets_config_probes_and_hardening() -> None:
+    text = (TEMPLATES / "deployment.yaml").read_text()
+    for env in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "DATABASE_URL"):
+        assert re.search(rf"name: {env}\n\s+valueFrom: \{{secretKeyRef:", text), env
+    assert "value: /etc/gpu-triage/playbook.yaml" in text
+    assert "value: /etc/gpu-triage/access-policy.yaml" in text
+    assert "path: /healthz" in text and "path: /readyz" in text
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["securityContext"]["readOnlyRootFilesystem"] is True
+    assert values["podSecurityContext"]["runAsNonRoot"] is True
+    assert "serviceAccountName:" in text
+
+
+def test_dockerfile_is_multistage_nonroot_with_healthcheck() -> None:
+    text = (CHART.parents[2] / "Dockerfile").read_text()
+    froms = re.findall(r"^FROM (\S+)", text, re.M)
+    assert len(froms) == 2 and all(re.match(r"python:3\.11\.\d+-slim", f) for f in froms)
+    assert re.search(r"^USER 10001", text, re.M) and "/healthz" in text
+    assert 'CMD ["bot"]' in text and "pip install ." in text
+
+
+@pytest.mark.skipif(
+    shutil.which("helm") is None, reason="helm is not installed (no allowed registry ships it)"
+)
+def test_helm_template_renders_both_ways() -> None:
+    for flags in (
+        [],
+        ["--set", "testPods.enabled=true,metrics.serviceMonitor.enabled=true,playbook=x: 1"],
+    ):
+        out = subprocess.run(
+            ["helm", "template", "t", str(CHART), *flags],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        docs = [d for d in yaml.safe_load_all(out) if d]
+        kinds = {d["kind"] for d in docs}
+        assert {
+            "Deployment",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ServiceAccount",
+            "Service",
+        } <= kinds
+        role = next(d for d in docs if d["kind"] == "ClusterRole")
+        assert role["rules"][: len(expected_read_rules())] == expected_read_rules()

@@ -1,0 +1,111 @@
+"""Small, realistic clusters for node verification: one healthy GPU node per call, then the
+tests break exactly one thing. Builds on tests/engine/mini.py (node and pod shapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.engine.mini import OPNS, namespace, node, pod
+from triage import MemorySource
+
+Obj = dict[str, Any]
+OPERANDS = {
+    "driver": "nvidia-driver-daemonset",
+    "toolkit": "nvidia-container-toolkit-daemonset",
+    "validator": "nvidia-operator-validator",
+    "device-plugin": "nvidia-device-plugin-daemonset",
+    "gfd": "gpu-feature-discovery",
+    "dcgm-exporter": "nvidia-dcgm-exporter",
+}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+def gpu_node(name: str, *, runtime: str = "containerd://1.7.22", **kw: Any) -> Obj:
+    kw.setdefault("taints", [GPU_TAINT])
+    n = node(name, **kw)
+    n["status"]["nodeInfo"] = {
+        "containerRuntimeVersion": runtime,
+        "kubeletVersion": "v1.31.4",
+        "kernelVersion": "5.15.0-1071-aws",
+        "osImage": "Ubuntu 22.04.5 LTS",
+    }
+    return n
+
+
+def operand(node_name: str, component: str, *, state: str = "ok") -> Obj:
+    app = OPERANDS[component]
+    p = pod(
+        f"{app}-{node_name[-5:]}",
+        ns=OPNS,
+        gpus=0,
+        node_name=node_name,
+        phase="Running",
+        selector={},
+        labels={"app": app},
+    )
+    if state == "crash":
+        p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        p["status"]["containerStatuses"] = [
+            {
+                "name": app,
+                "ready": False,
+                "restartCount": 9,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}},
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 1,
+                        "message": "Could not resolve Linux kernel version",
+                    }
+                },
+            }
+        ]
+    elif state == "notready":
+        p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    return p
+
+
+def operands(
+    node_name: str, *, skip: tuple[str, ...] = (), states: dict[str, str] | None = None
+) -> list[Obj]:
+    return [
+        operand(node_name, c, state=(states or {}).get(c, "ok")) for c in OPERANDS if c not in skip
+    ]
+
+
+def cluster_policy(**spec: Any) -> Obj:
+    base: Obj = {"operator": {"runtimeClass": "nvidia"}, "driver": {"enabled": True}}
+    return {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": base | spec,
+        "status": {"state": "ready"},
+    }
+
+
+def runtime_class(name: str = "nvidia") -> Obj:
+    return {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": name},
+        "handler": "nvidia",
+    }
+
+
+def healthy(name: str = "gpu-a100-01", **kw: Any) -> list[Obj]:
+    return [gpu_node(name, **kw), *operands(name)]
+
+
+def cpu_node(name: str = "cpu-01") -> Obj:
+    n = node(name, product=None)
+    n["status"]["nodeInfo"] = {"containerRuntimeVersion": "containerd://1.7.22"}
+    return n
+
+
+def build(*objs: Obj | list[Obj], policy: Obj | None = None, rc: bool = True) -> MemorySource:
+    flat: list[Obj] = [namespace(OPNS), policy or cluster_policy()]
+    if rc:
+        flat.append(runtime_class())
+    for o in objs:
+        flat.extend(o if isinstance(o, list) else [o])
+    return MemorySource(flat, cluster_name="vtest")
