@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
 from triage.kubeobj import Event, gpu_requests, labels, name_of, pod_requests, sorted_events
+from triage.memo import IdentityMemo
 from triage.model import Layer, TriageReport
 from triage.names import validate_name, validate_namespace
 from triage.nodehealth import NodeHealth, assess_node
 from triage.operator import OperatorView
-from triage.placement import DraCheck, NodeFit, evaluate_node
+from triage.placement import DraCheck, NodeFit, Placement
 from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
 from triage.quota import QuotaInput, run_quota_checks
@@ -57,6 +58,10 @@ class _Run:
         self, *, source: ClusterSource, config: EngineConfig, target: Target, now: datetime
     ) -> None:
         self.source, self.config, self.target, self.now = source, config, target, now
+        memo = getattr(source, "memo", None)
+        self.memo: IdentityMemo = memo if isinstance(memo, IdentityMemo) else IdentityMemo()
+        self._minute = int(now.timestamp() // 60)
+        self._health_table = self.memo.table(f"node-health/{config.node_join_grace_minutes}")
         self.signals: list[Signal] = []
         self.unknowns: list[Unknown] = []
         self.notes: list[str] = []
@@ -147,16 +152,32 @@ class _Run:
 
     def _operator_view(self) -> OperatorView:
         ns = self.config.operator_namespace
-        return OperatorView.build(
-            namespace=ns,
-            pods=self.read("Pod", ns, layer=Layer.DRIVER),
-            policies=self.read("ClusterPolicy", None, layer=Layer.DRIVER),
+        pods = self.read("Pod", ns, layer=Layer.DRIVER)
+        policies = self.read("ClusterPolicy", None, layer=Layer.DRIVER)
+        return self.memo.get(
+            ("operator-view", ns),
+            (*pods, *policies),
+            lambda: OperatorView.build(namespace=ns, pods=pods, policies=policies),
         )
 
-    def _assess(self, node: Obj, view: OperatorView) -> NodeHealth:
-        return assess_node(
+    def _assess(self, node: Obj, view: OperatorView, *, name: str | None = None) -> NodeHealth:
+        """Node health, remembered while the node and the operator view are the same objects.
+
+        The operator view is itself remembered until an operator pod or the ClusterPolicy
+        changes. The minute is part of the check: a joining node's verdict depends on the clock.
+        This runs for every node on every triage, hence the hand-written identity check.
+        """
+        minute = self._minute
+        table = self._health_table
+        name = name or name_of(node)
+        hit = table.get(name)
+        if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
+            return hit[3]  # type: ignore[no-any-return]
+        health = assess_node(
             node, view, now=self.now, grace_minutes=self.config.node_join_grace_minutes
         )
+        table[name] = (node, view, minute, health)
+        return health
 
     def _node_labels(self, node: str) -> dict[str, str]:
         try:
@@ -195,19 +216,13 @@ class _Run:
             self.unknowns.append(Unknown(Layer.SCHEDULING, str(e)))
             usage = {}
         view = self._operator_view()
-        healths = {name_of(n): self._assess(n, view) for n in nodes}
-        dra_check = self._dra(pod)
-        self.fits = [
-            evaluate_node(
-                pod=pod,
-                node=n,
-                health=healths[name_of(n)],
-                requests=requests,
-                usage=usage.get(name_of(n)),
-                dra=dra_check,
-            )
-            for n in nodes
-        ]
+        placement = Placement(pod=pod, requests=requests, dra=self._dra(pod))
+        healths: dict[str, NodeHealth] = {}
+        self.fits = []
+        for node in nodes:
+            name = node["metadata"]["name"]
+            health = healths[name] = self._assess(node, view, name=name)
+            self.fits.append(placement.fit(node, health, usage.get(name)))
         signals = scheduling_signals(
             pod=pod,
             fits=self.fits,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from triage.kubeobj import GPU, MIG_PREFIX, condition, labels, name_of, parse_time
+from triage.kubeobj import GPU, MIG_PREFIX, condition, labels, name_of, parse_time, resources
 from triage.operator import (
     OperatorView,
     component_state,
@@ -37,9 +37,14 @@ class NodeHealth:
     plugin: Verdict
     capacity: dict[str, int]
     allocatable: dict[str, int]
+    allocatable_all: dict[str, int] = field(default_factory=dict)  # cpu, memory, pods, GPUs
     notes: list[str] = field(default_factory=list)
     joining: str | None = None  # GPUs not registered yet, within the grace period after Ready
     contradiction: list[str] = field(default_factory=list)  # validator vs component pods
+    # Everything besides labels that decides whether a pod could ever use the node: nodes
+    # with equal signatures (a node pool) are judged once per triage.
+    signature: tuple[object, ...] = ()
+    signature_hash: int = 0
 
     @property
     def mig_resources(self) -> dict[str, int]:
@@ -207,6 +212,7 @@ def assess_node(
         plugin=_plugin_verdict(node, view, allocatable),
         capacity=capacity,
         allocatable=allocatable,
+        allocatable_all=resources((node.get("status") or {}).get("allocatable")),
     )
     for res, cap in capacity.items():
         alloc = allocatable.get(res, 0)
@@ -218,6 +224,19 @@ def assess_node(
     note = sharing_note(node)
     if note:
         health.notes.append(note)
+    taints = tuple(
+        (t.get("key"), t.get("value"), t.get("effect"))
+        for t in (node.get("spec") or {}).get("taints") or []
+    )
+    health.signature = (
+        health.gpu_node,
+        health.driver.ok,
+        taints,
+        tuple(sorted(health.allocatable_all.items())),
+        tuple(sorted(capacity.items())),
+        labels(node).get("nvidia.com/gpu.count"),
+    )
+    health.signature_hash = hash(health.signature)
     health.joining = _joining(node, health, now=now, grace_minutes=grace_minutes)
     health.contradiction = _contradiction(view, health)
     return health

@@ -17,8 +17,8 @@ from triage.kubeobj import (
     MIG_PREFIX,
     fmt_amount,
     labels,
-    name_of,
-    resources,
+    node_selector_term_matches,
+    required_affinity_terms,
     selector_mismatch,
     taint_str,
     untolerated_taints,
@@ -44,17 +44,29 @@ HEALTH_TAINTS = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeFit:
     node: str
     exclusion: str | None = None  # category when the pod could never use the node
-    exclusion_text: str = ""
+    why: Callable[[], str] | None = field(default=None, repr=False)
     layer: Layer | None = None  # lowest layer blocking the pod here now; None = usable
     code: str = ""
     text: str = ""
-    detail: list[str] = field(default_factory=list)
+    detail: list[str] | tuple[str, ...] = ()
     gfd_labels_missing: bool = False
     joining: str | None = None  # set when the node will likely be usable within minutes
+    lazy: Callable[[], tuple[str, list[str]]] | None = field(default=None, repr=False)
+
+    def describe(self) -> tuple[str, list[str] | tuple[str, ...]]:
+        """(text, operator-only detail) of what blocks the pod here, built on first use."""
+        if self.lazy is not None:
+            self.text, self.detail = self.lazy()
+            self.lazy = None
+        return self.text, self.detail
+
+    @property
+    def exclusion_text(self) -> str:
+        return self.why() if self.why is not None else ""
 
     @property
     def candidate(self) -> bool:
@@ -72,68 +84,145 @@ def wants_gpu(pod: Obj, requests: Mapping[str, int]) -> bool:
     )
 
 
+Why = Callable[[], str]
+
+
+def _selector_text(pod: Obj, node: Obj, name: str) -> str:
+    missing = ", ".join(selector_mismatch(pod, node))
+    product = labels(node).get("nvidia.com/gpu.product") or ""
+    extra = f" [node product {product}]" if product and "gpu.product" not in missing else ""
+    if "gpu.product" in missing and "-MIG-" in product:
+        extra += " (MIG single strategy: the product label carries the MIG profile)"
+    elif "gpu.product" in missing and product.endswith("-SHARED"):
+        extra += " (GPU sharing: the product label gains -SHARED)"
+    return f"node {name}: nodeSelector/affinity {missing}{extra}"
+
+
 def _static_exclusion(
-    pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int]
-) -> tuple[str, str, bool] | None:
+    pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int], gpu: bool
+) -> tuple[str, Why | None, bool] | None:
+    """(category, lazy explanation, GFD labels missing) or None when the node is a candidate.
+
+    Runs for every node on every triage, so the texts are only built when shown.
+    """
     spec = pod.get("spec") or {}
-    name = name_of(node)
-    gpu = wants_gpu(pod, requests)
-    if spec.get("nodeName") and spec["nodeName"] != name:
-        return "other node", f"pod is bound to node {spec['nodeName']}", False
+    name = health.name
+    bound = spec.get("nodeName")
+    if bound and bound != name:
+        return "other node", lambda: f"pod is bound to node {bound}", False
     if gpu and not health.gpu_node:
-        return "no GPU", f"node {name} has no NVIDIA GPU", False
-    mismatch = selector_mismatch(pod, node)
+        return "no GPU", lambda: f"node {name} has no NVIDIA GPU", False
     gfd_missing = False
-    if mismatch:
-        # Labels that GPU feature discovery writes vanish when the driver is down: a node that
-        # only lacks those labels and has a broken driver is still one the pod could use.
+    selector = spec.get("nodeSelector") or {}
+    terms = required_affinity_terms(pod) if spec.get("affinity") else None
+    if selector or terms is not None:
         node_labels = labels(node)
-        gfd_only = all(
-            m.endswith("(node lacks label)") and m.startswith("nvidia.com/") for m in mismatch
+        bad = [k for k, v in selector.items() if node_labels.get(k) != v]
+        affinity_fails = terms is not None and not any(
+            node_selector_term_matches(t, node) for t in terms
         )
-        if not (gfd_only and not health.driver.ok):
-            missing = ", ".join(m for m in mismatch)
-            product = node_labels.get("nvidia.com/gpu.product") or ""
-            extra = f" [node product {product}]" if product and "gpu.product" not in missing else ""
-            if "gpu.product" in missing and "-MIG-" in product:
-                extra += " (MIG single strategy: the product label carries the MIG profile)"
-            elif "gpu.product" in missing and product.endswith("-SHARED"):
-                extra += " (GPU sharing: the product label gains -SHARED)"
-            return (
-                "selector mismatch",
-                f"node {name}: nodeSelector/affinity {missing}{extra}",
-                False,
+        if bad or affinity_fails:
+            # Labels that GPU feature discovery writes vanish when the driver is down: a node
+            # that only lacks those labels and has a broken driver is one the pod could use.
+            gfd_only = not affinity_fails and all(
+                k.startswith("nvidia.com/") and k not in node_labels for k in bad
             )
-        gfd_missing = True
+            if not (gfd_only and not health.driver.ok):
+                return "selector mismatch", lambda: _selector_text(pod, node, name), False
+            gfd_missing = True
     taints = untolerated_taints(pod, node, ignore=HEALTH_TAINTS)
     if taints:
         text = ", ".join(taint_str(t) for t in taints)
         return (
             f"untolerated taint {taints[0].get('key')}",
-            f"node {name}: untolerated taint {text}",
+            lambda: f"node {name}: untolerated taint {text}",
             False,
         )
-    alloc_all = resources((node.get("status") or {}).get("allocatable"))
+    alloc_all = health.allocatable_all
     for res, want in requests.items():
         if res.startswith("nvidia.com/"):
             expected = expected_gpu_count(node, health, res)
             if expected is not None and want > expected:
                 return (
                     "too small",
-                    f"node {name}: offers at most {expected} {res}, pod requests {want}",
+                    lambda r=res, w=want, e=expected: (
+                        f"node {name}: offers at most {e} {r}, pod requests {w}"
+                    ),
                     False,
                 )
         elif res in alloc_all and want > alloc_all[res]:
-            return (
-                "too small",
+            text = (
                 f"node {name}: allocatable {res} {fmt_amount(res, alloc_all[res])} "
-                f"< requested {fmt_amount(res, want)}",
-                False,
+                f"< requested {fmt_amount(res, want)}"
             )
-    return None if not gfd_missing else ("", "", True)
+            return "too small", lambda: text, False
+    return None if not gfd_missing else ("", None, True)
 
 
 DraCheck = Callable[[str], "tuple[Layer, str, str] | None"]
+
+
+class Placement:
+    """Evaluates every node for one pod. Whether a node could ever take the pod depends only on
+    its signature and the labels the pod's selectors mention, so each node pool is judged once
+    and the per-node work is left to the nodes that pass (5,000 nodes, one triage)."""
+
+    def __init__(
+        self, *, pod: Obj, requests: Mapping[str, int], dra: DraCheck | None = None
+    ) -> None:
+        self.pod, self.requests, self.dra = pod, requests, dra
+        self.gpu = wants_gpu(pod, requests)
+        spec = pod.get("spec") or {}
+        terms = required_affinity_terms(pod) or []
+        self.per_node = bool(spec.get("nodeName")) or any(t.get("matchFields") for t in terms)
+        keys = list((spec.get("nodeSelector") or {}).keys())
+        keys += [e.get("key", "") for t in terms for e in t.get("matchExpressions") or []]
+        self.keys = tuple(dict.fromkeys(keys))
+        self._classes: dict[object, tuple[object, tuple[str, bool] | None]] = {}
+
+    def _static(self, node: Obj, health: NodeHealth) -> tuple[str, bool] | None:
+        if self.per_node:
+            excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
+            return None if excl is None else (excl[0], excl[2])
+        # Keyed by the signature's precomputed hash (hashing the tuple again for every node
+        # costs more than the rest of this loop); a hit is confirmed by the signature itself.
+        if self.keys:
+            node_labels = node["metadata"].get("labels") or {}
+            key: object = (health.signature_hash, tuple(map(node_labels.get, self.keys)))
+        else:
+            key = health.signature_hash
+        hit = self._classes.get(key)
+        if hit is None or not (hit[0] is health.signature or hit[0] == health.signature):
+            excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
+            hit = self._classes[key] = (
+                health.signature,
+                None if excl is None else (excl[0], excl[2]),
+            )
+        return hit[1]
+
+    def fit(self, node: Obj, health: NodeHealth, usage: NodeUsage | None) -> NodeFit:
+        fit = NodeFit(node=health.name)
+        static = self._static(node, health)
+        if static is not None:
+            category, gfd_missing = static
+            if category:
+                fit.exclusion = category
+                fit.why = lambda: self._why(node, health)
+                return fit
+            fit.gfd_labels_missing = gfd_missing
+        return _dynamic(
+            fit,
+            node=node,
+            health=health,
+            requests=self.requests,
+            usage=usage,
+            dra=self.dra,
+            gpu=self.gpu,
+        )
+
+    def _why(self, node: Obj, health: NodeHealth) -> str:
+        excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
+        return excl[1]() if excl is not None and excl[1] is not None else ""
 
 
 def evaluate_node(
@@ -145,16 +234,22 @@ def evaluate_node(
     usage: NodeUsage | None,
     dra: DraCheck | None = None,
 ) -> NodeFit:
-    name = name_of(node)
-    fit = NodeFit(node=name)
-    excl = _static_exclusion(pod, node, health, requests)
-    if excl is not None:
-        category, text, gfd_missing = excl
-        if category:
-            fit.exclusion, fit.exclusion_text = category, text
-            return fit
-        fit.gfd_labels_missing = gfd_missing
-    gpu = wants_gpu(pod, requests)
+    """One node against one pod (see `Placement` for all nodes at once)."""
+    return Placement(pod=pod, requests=requests, dra=dra).fit(node, health, usage)
+
+
+def _dynamic(
+    fit: NodeFit,
+    *,
+    node: Obj,
+    health: NodeHealth,
+    requests: Mapping[str, int],
+    usage: NodeUsage | None,
+    dra: DraCheck | None,
+    gpu: bool,
+) -> NodeFit:
+    """What stops the pod on a node it could use, now, at the lowest layer."""
+    name = health.name
     if gpu and health.joining:
         fit.joining = health.joining
         return fit
@@ -180,17 +275,30 @@ def evaluate_node(
             f"node {name} is cordoned",
         )
         return fit
-    short = _shortfall(node, requests, usage)
-    if short:
+    if _short(health.allocatable_all, requests, usage):
         fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
-        fit.text = f"node {name}: " + "; ".join(short)
-        workloads = [
-            p for p in (usage.pods if usage else []) if not p.startswith(SYSTEM_NAMESPACES)
-        ]
-        if workloads:
-            more = f" and {len(workloads) - 8} more" if len(workloads) > 8 else ""
-            fit.detail = [f"node {name} runs: " + ", ".join(workloads[:8]) + more]
+        fit.lazy = lambda: _shortfall_text(name, health.allocatable_all, requests, usage)
     return fit
+
+
+def _short(alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None) -> bool:
+    used = usage.requests if usage else {}
+    for res, want in requests.items():
+        if res in alloc and want > alloc[res] - used.get(res, 0):
+            return True
+    pods = alloc.get("pods")
+    return pods is not None and usage is not None and len(usage.pods) >= pods
+
+
+def _shortfall_text(
+    name: str, alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None
+) -> tuple[str, list[str]]:
+    text = f"node {name}: " + "; ".join(_shortfall(alloc, requests, usage))
+    workloads = [p for p in (usage.pods if usage else []) if not p.startswith(SYSTEM_NAMESPACES)]
+    if not workloads:
+        return text, []
+    more = f" and {len(workloads) - 8} more" if len(workloads) > 8 else ""
+    return text, [f"node {name} runs: " + ", ".join(workloads[:8]) + more]
 
 
 def _plugin_block(
@@ -203,53 +311,57 @@ def _plugin_block(
         if not res.startswith("nvidia.com/"):
             continue
         alloc = health.allocatable.get(res, 0)
+        if alloc > 0:
+            cap = health.capacity.get(res, alloc)
+            if cap == alloc or alloc - used.get(res, 0) >= want:
+                continue  # the common case, kept cheap: it runs for every candidate node
+            free = alloc - used.get(res, 0)
+            if free < want <= cap - used.get(res, 0):
+                return (
+                    "device-plugin.unhealthy-devices",
+                    f"node {health.name}: {res} allocatable {alloc} < capacity {cap} "
+                    f"({cap - alloc} unhealthy), {used.get(res, 0)} in use, pod needs {want}",
+                    [],
+                )
+            continue
         offered = {
             k: v for k, v in health.allocatable.items() if v > 0 and not k.startswith(MIG_PREFIX)
         }
-        if alloc == 0 and offered and not res.startswith(MIG_PREFIX) and health.plugin.ok:
+        if offered and not res.startswith(MIG_PREFIX) and health.plugin.ok:
             names = ", ".join(f"{k}: {v}" for k, v in sorted(offered.items()))
             return (
                 "device-plugin.resource-renamed",
                 f"node {health.name} advertises {names} but not {res} (GPU sharing renames the resource)",
                 [],
             )
-        if alloc == 0:
-            if res == GPU and health.mig_resources:
-                mig = ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
-                return (
-                    "device-plugin.mig-only",
-                    f"node {health.name} exposes only MIG slices ({mig}), not {GPU}",
-                    [],
-                )
-            if not health.plugin.ok:
-                return health.plugin.code, health.plugin.text, list(health.plugin.detail)
-            if res.startswith(MIG_PREFIX):
-                layout = (
-                    ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
-                    or "no MIG slices"
-                )
-                return (
-                    "device-plugin.mig-profile-missing",
-                    f"node {health.name} is not partitioned into {res} (it offers {layout})",
-                    [],
-                )
-            return "device-plugin.no-gpu-resource", f"node {health.name} advertises no {res}", []
-        cap = health.capacity.get(res, alloc)
-        free = alloc - used.get(res, 0)
-        if alloc < cap and free < want <= cap - used.get(res, 0):
+        # The node offers none of the resource.
+        if res == GPU and health.mig_resources:
+            mig = ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
             return (
-                "device-plugin.unhealthy-devices",
-                f"node {health.name}: {res} allocatable {alloc} < capacity {cap} "
-                f"({cap - alloc} unhealthy), {used.get(res, 0)} in use, pod needs {want}",
+                "device-plugin.mig-only",
+                f"node {health.name} exposes only MIG slices ({mig}), not {GPU}",
                 [],
             )
-    if not health.plugin.ok and health.plugin.code == "device-plugin.pod-failing":
-        return None  # GPUs still advertised: a failing plugin pod is a side note here
+        if not health.plugin.ok:
+            return health.plugin.code, health.plugin.text, list(health.plugin.detail)
+        if res.startswith(MIG_PREFIX):
+            layout = (
+                ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
+                or "no MIG slices"
+            )
+            return (
+                "device-plugin.mig-profile-missing",
+                f"node {health.name} is not partitioned into {res} (it offers {layout})",
+                [],
+            )
+        return "device-plugin.no-gpu-resource", f"node {health.name} advertises no {res}", []
+    # A failing plugin pod on a node that still advertises its GPUs is a side note here.
     return None
 
 
-def _shortfall(node: Obj, requests: Mapping[str, int], usage: NodeUsage | None) -> list[str]:
-    alloc = resources((node.get("status") or {}).get("allocatable"))
+def _shortfall(
+    alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None
+) -> list[str]:
     used = usage.requests if usage else {}
     out = []
     for res, want in sorted(

@@ -41,6 +41,8 @@ _SUMMARY = {
     "scheduling.insufficient": "{n} of {c} node(s) the pod can use are short of free resources",
 }  # fmt: skip
 
+SHOWN = 10  # nodes described per reason; the rest are counted
+
 _EXCLUSION_CODE = {
     "selector mismatch": "scheduling.selector-mismatch",
     "too small": "scheduling.request-too-large",
@@ -87,7 +89,10 @@ def scheduling_signals(
         summary = template.format(n=len(group), c=len(candidates))
         if not blocked_now:
             summary += f" (but {len(usable)} other node(s) can take it)"
-        evidence = [f.text for f in group]
+        described = [f.describe() for f in group[:SHOWN]]
+        evidence = [text for text, _ in described]
+        if len(group) > SHOWN:
+            evidence.append(f"… and {len(group) - SHOWN} more node(s) with the same reason")
         if layer == Layer.DRIVER and any(f.gfd_labels_missing for f in group):
             evidence.append(
                 "GPU feature labels are missing on these nodes because the driver is down"
@@ -99,7 +104,7 @@ def scheduling_signals(
                 summary,
                 blocking=blocked_now,
                 evidence=evidence,
-                detail=[d for f in group for d in f.detail],
+                detail=[d for _, detail in described for d in detail],
                 nodes=[f.node for f in group],
             )
         )

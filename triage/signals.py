@@ -31,10 +31,7 @@ class Unknown:
 
 
 def _clip(lines: list[str], limit: int) -> list[str]:
-    seen: list[str] = []
-    for line in lines:
-        if line not in seen:
-            seen.append(line)
+    seen = list(dict.fromkeys(lines))  # de-duplicated, order kept
     if len(seen) <= limit:
         return seen
     return [*seen[: limit - 1], f"… and {len(seen) - limit + 1} more"]

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
+
+from triage.memo import IdentityMemo
 
 Obj = dict[str, Any]
 
@@ -148,14 +151,19 @@ class MemorySource:
             kind = obj.get("kind")
             if kind in self._by_kind:
                 self._by_kind[kind][key(obj)] = obj
+        self._by_ns: dict[str, dict[str, list[Obj]]] = {k: {} for k in KINDS}
+        for kind, objs in self._by_kind.items():
+            for (ns, _), obj in objs.items():
+                self._by_ns[kind].setdefault(ns, []).append(obj)
         self._usage: dict[str, NodeUsage] | None = None
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+        self.memo = IdentityMemo()
 
     @property
     def cluster_name(self) -> str:
         return self._cluster_name
 
-    @property
+    @cached_property
     def as_of(self) -> datetime | None:
         """When this state was observed: the newest node heartbeat (a snapshot's age)."""
         newest: datetime | None = None
@@ -185,10 +193,9 @@ class MemorySource:
         return found
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
-        objs = self._by_kind.get(kind, {}).values()
         if namespace is None:
-            return list(objs)
-        return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
+            return list(self._by_kind.get(kind, {}).values())
+        return list(self._by_ns.get(kind, {}).get(namespace, []))
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         if self._events is None:

@@ -1,0 +1,57 @@
+"""Remembering per-node work across triages while the objects it came from are unchanged.
+
+A watch-backed cache replaces an object (a new dict) whenever it changes and never mutates
+one in place, so "the same objects" is an identity test. A bot process keeps one memo per
+cluster source; a one-shot CLI triage just gets a fresh one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class IdentityMemo:
+    """A bounded LRU of values keyed by a name and validated by the identity of their inputs."""
+
+    def __init__(self, *, maxsize: int = 50_000) -> None:
+        self._data: OrderedDict[Hashable, tuple[tuple[Any, ...], Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+        self._tables: dict[str, dict[Any, Any]] = {}
+
+    def get(self, key: Hashable, deps: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        with self._lock:
+            hit = self._data.get(key)
+            if (
+                hit is not None
+                and len(hit[0]) == len(deps)
+                and all(a is b for a, b in zip(hit[0], deps, strict=True))
+            ):
+                self._data.move_to_end(key)
+                return hit[1]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            self._data[key] = (deps, value)  # holding deps keeps their ids from being reused
+            self._data.move_to_end(key)
+            while len(self._data) > self._maxsize:
+                self._data.popitem(last=False)
+        return value
+
+    def table(self, name: str, *, limit: int = 100_000) -> dict[Any, Any]:
+        """A plain dict for a hot loop that checks identity itself (no lock, no LRU order).
+
+        Emptied when it outgrows `limit` (a cluster far larger than any we serve, or churn).
+        """
+        with self._lock:
+            table: dict[Any, Any] = self._tables.setdefault(name, {})
+            if len(table) > limit:
+                table.clear()
+            return table
+
+    def __len__(self) -> int:
+        return len(self._data)
