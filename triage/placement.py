@@ -155,7 +155,7 @@ def _static_exclusion(
                 f"node {name}: allocatable {res} {fmt_amount(res, alloc_all[res])} "
                 f"< requested {fmt_amount(res, want)}"
             )
-            return "too small", lambda: text, False
+            return "too small", lambda t=text: t, False
     return None if not gfd_missing else ("", None, True)
 
 
