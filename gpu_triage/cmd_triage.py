@@ -10,7 +10,8 @@ from typing import Any
 
 from gpu_triage.sources import open_source
 from triage import EngineConfig, load_playbook, load_snapshot, triage
-from triage.kubeobj import gpu_requests, name_of, ns_of, owner, pod_problem
+from triage.kubeobj import gpu_requests, name_of, ns_of, owner, pod_problem, pod_requests
+from triage.placement import wants_gpu
 from triage.render import to_json, to_text
 from triage.source import ClusterSource
 
@@ -89,7 +90,7 @@ def stuck_gpu_workloads(source: ClusterSource) -> list[tuple[str, str]]:
         ref = owner(pod)
         if ref:
             owners_with_pods.add((ns_of(pod), ref[1]))
-        if not gpu_requests(pod) or pod_problem(pod) is None:
+        if not wants_gpu(pod, pod_requests(pod)) or pod_problem(pod) is None:
             continue
         name = name_of(pod)
         if ref and ref[0] == "ReplicaSet":

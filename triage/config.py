@@ -12,6 +12,9 @@ class EngineConfig(BaseModel):
     operator_namespace: str = Field(
         default="gpu-operator", description="namespace the GPU Operator's pods run in"
     )
+    dra_driver_namespace: str = Field(
+        default="nvidia-dra-driver-gpu", description="namespace of the NVIDIA DRA driver's pods"
+    )
     node_join_grace_minutes: int = Field(
         default=15,
         ge=0,

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage.kubeobj import amount, meta, name_of
+from triage.kubeobj import amount, meta, name_of, ns_of, pod_problem
 from triage.model import Layer
 from triage.source import Obj
 
@@ -138,6 +138,16 @@ class DraView:
     classes: dict[str, Obj]
     devices: list[Device]
     claims: list[Obj]  # every claim in the cluster, for what is already allocated
+    plugin_pods: dict[str, list[Obj]] = field(default_factory=dict)  # DRA kubelet plugin, by node
+
+    def nodes_with_devices(self, requests: list[Request]) -> set[str] | None:
+        """Nodes publishing devices of the requested classes' drivers; None when any such
+        device is not node-local (or no driver publishes anything: then no node is excluded)."""
+        drivers = {self.class_driver(r.device_class) for r in requests}
+        mine = [d for d in self.devices if None in drivers or d.driver in drivers]
+        if not mine or any(d.node is None for d in mine):
+            return None
+        return {d.node for d in mine if d.node}
 
     @property
     def allocated(self) -> dict[tuple[str, str, str], str]:
@@ -245,11 +255,19 @@ def node_block(
             if d.node in (node, None) and (driver is None or d.driver == driver)
         ]
         if not local:
+            plugin = ", ".join(
+                f"{ns_of(p)}/{name_of(p)} {pod_problem(p, messages=False) or 'running'}"
+                for p in view.plugin_pods.get(node, [])
+            )
             return (
                 Layer.DEVICE_PLUGIN,
                 "device-plugin.dra-no-slices",
                 f"node {node}: no ResourceSlice published by {driver or 'the DRA driver'} "
-                "(its DRA kubelet plugin is not running there)",
+                + (
+                    f"(DRA kubelet plugin pod {plugin})"
+                    if plugin
+                    else "(no DRA kubelet plugin pod runs there)"
+                ),
             )
         matching, understood = view.matching(req)
         here = [d for d in matching if d.node in (node, None)]

@@ -216,7 +216,8 @@ class _Run:
             self.unknowns.append(Unknown(Layer.SCHEDULING, str(e)))
             usage = {}
         view = self._operator_view()
-        placement = Placement(pod=pod, requests=requests, dra=self._dra(pod))
+        dra_check, dra_nodes = self._dra(pod)
+        placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
         healths: dict[str, NodeHealth] = {}
         self.fits = []
         for node in nodes:
@@ -240,10 +241,11 @@ class _Run:
                 s.summary = f"once created: {s.summary}"
         self.signals.extend(signals)
 
-    def _dra(self, pod: Obj) -> DraCheck | None:
-        """A per-node check of the pod's unallocated ResourceClaims (None without claims)."""
+    def _dra(self, pod: Obj) -> tuple[DraCheck | None, set[str] | None]:
+        """A per-node check of the pod's unallocated ResourceClaims, and the nodes that publish
+        devices for them (None: no restriction). (None, None) for a pod without claims."""
         if not (pod.get("spec") or {}).get("resourceClaims"):
-            return None
+            return None, None
         ns = self.target.namespace
         claims_here = self.read("ResourceClaim", ns, layer=Layer.SCHEDULING)
         dra = DraView(
@@ -253,6 +255,10 @@ class _Run:
             devices=devices_of(self.read("ResourceSlice", None, layer=Layer.DEVICE_PLUGIN)),
             claims=self.read("ResourceClaim", None, layer=Layer.SCHEDULING),
         )
+        for p in self.read("Pod", self.config.dra_driver_namespace, layer=Layer.DEVICE_PLUGIN):
+            node = (p.get("spec") or {}).get("nodeName")
+            if node and "kubelet-plugin" in name_of(p):
+                dra.plugin_pods.setdefault(node, []).append(p)
         requests = []
         for ref, claim, how in pod_claims(pod, claims_here):
             if claim is None:
@@ -283,9 +289,11 @@ class _Run:
                 continue
             requests.extend(requests_of(claim))
         if not requests:
-            return None
+            return None, None
         allocated = dra.allocated
-        return lambda node: node_block(node, requests, dra, allocated)
+        return (lambda node: node_block(node, requests, dra, allocated)), dra.nodes_with_devices(
+            requests
+        )
 
     def _podless_headline(self) -> None:
         t = self.target

@@ -121,6 +121,9 @@ def _plugin_verdict(node: Obj, view: OperatorView, allocatable: dict[str, int]) 
     if mig is not None:
         return mig
     plugin = component_state(view, name, "device-plugin")
+    if plugin is None and not view.plugin_deployed(node):
+        # GPUs reach pods some other way here (DRA, or a plugin the operator does not run).
+        return Verdict(True, text="device plugin not deployed on this node (DRA or disabled)")
     plugin_text = f"; {plugin.text}" if plugin is not None else ""
     if view.installed and plugin is None and is_gpu_node(node):
         plugin_text = "; no device-plugin pod runs there"
@@ -152,17 +155,23 @@ def sharing_note(node: Obj) -> str | None:
     )
 
 
+def _minutes_since_ready(node: Obj, now: datetime | None) -> float | None:
+    ready = condition(node, "Ready")
+    since = parse_time((ready or {}).get("lastTransitionTime"))
+    if now is None or since is None or (ready or {}).get("status") != "True":
+        return None
+    return (now - since).total_seconds() / 60
+
+
 def _joining(
     node: Obj, health: NodeHealth, *, now: datetime | None, grace_minutes: int
 ) -> str | None:
     """A node that became Ready minutes ago and is still rolling out its GPU stack."""
-    if now is None or not health.gpu_node or any(v > 0 for v in health.allocatable.values()):
+    if not health.gpu_node or any(v > 0 for v in health.allocatable.values()):
         return None
-    ready = condition(node, "Ready")
-    since = parse_time((ready or {}).get("lastTransitionTime"))
-    if since is None or (ready or {}).get("status") != "True":
+    minutes = _minutes_since_ready(node, now)
+    if minutes is None:
         return None
-    minutes = (now - since).total_seconds() / 60
     crashing = any(
         "CrashLoopBackOff" in v.text or "Error" in v.text for v in (health.driver, health.plugin)
     )
@@ -186,16 +195,20 @@ def _contradiction(view: OperatorView, health: NodeHealth) -> list[str]:
         for c in (p.get("status") or {}).get("conditions") or []
         if c.get("type") == "Ready"
     )
+    if health.plugin.code.startswith("device-plugin.mig-"):
+        return []  # the mig-manager pauses the plugin on purpose while it repartitions
     components_ok = health.driver.ok and health.plugin.ok
+    pod = f"{view.namespace}/{name_of(validators[0])}"
     if validator_ok and not components_ok:
         failing = health.driver if not health.driver.ok else health.plugin
         return [
-            f"node {health.name}: the operator validator reports ready, but {failing.text}",
+            f"node {health.name}: the operator validator reports ready, but {failing.text} "
+            f"(validator pod {pod})",
         ]
     if not validator_ok and components_ok and stuck:
         return [
             f"node {health.name}: driver and device plugin pods are healthy and GPUs are advertised, "
-            f"but the operator validator is stuck at {stuck}",
+            f"but the operator validator is stuck at {stuck} (validator pod {pod})",
         ]
     return []
 
@@ -238,6 +251,16 @@ def assess_node(
     )
     health.signature_hash = hash(health.signature)
     health.joining = _joining(node, health, now=now, grace_minutes=grace_minutes)
+    if health.joining is None and health.gpu_node and not any(v > 0 for v in allocatable.values()):
+        late = _minutes_since_ready(node, now)
+        if late is not None and grace_minutes < late < 24 * 60:
+            note = (
+                f" (GPUs still not registered {late:.0f} minutes after the node became Ready; "
+                f"expected within {grace_minutes})"
+            )
+            failing = health.driver if not health.driver.ok else health.plugin
+            if not failing.ok:
+                failing.text += note
     health.contradiction = _contradiction(view, health)
     return health
 

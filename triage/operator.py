@@ -76,6 +76,7 @@ class OperatorView:
     pods_by_node: dict[str, dict[str, list[Obj]]] = field(default_factory=dict)
     installed: bool = False
     driver_enabled: bool = True
+    plugin_enabled: bool = True
     policy_state: str | None = None
 
     @classmethod
@@ -93,11 +94,18 @@ class OperatorView:
             view.installed = True
             spec = policies[0].get("spec") or {}
             view.driver_enabled = (spec.get("driver") or {}).get("enabled", True) is not False
+            view.plugin_enabled = (spec.get("devicePlugin") or {}).get("enabled", True) is not False
             view.policy_state = (policies[0].get("status") or {}).get("state")
         return view
 
     def pods(self, node: str, component: str) -> list[Obj]:
         return self.pods_by_node.get(node, {}).get(component, [])
+
+    def plugin_deployed(self, node: Obj) -> bool:
+        """False where the device plugin is switched off (DRA nodes, or disabled by policy)."""
+        if not self.plugin_enabled:
+            return False
+        return labels(node).get("nvidia.com/gpu.deploy.device-plugin", "true") != "false"
 
     def driver_managed(self, node: Obj) -> bool:
         """False where the driver is pre-installed on the host (so no driver pod is expected)."""

@@ -168,9 +168,15 @@ class Placement:
     and the per-node work is left to the nodes that pass (5,000 nodes, one triage)."""
 
     def __init__(
-        self, *, pod: Obj, requests: Mapping[str, int], dra: DraCheck | None = None
+        self,
+        *,
+        pod: Obj,
+        requests: Mapping[str, int],
+        dra: DraCheck | None = None,
+        only_nodes: set[str] | None = None,
     ) -> None:
         self.pod, self.requests, self.dra = pod, requests, dra
+        self.only_nodes = only_nodes  # DRA: nodes publishing devices for the pod's claims
         self.gpu = wants_gpu(pod, requests)
         spec = pod.get("spec") or {}
         terms = required_affinity_terms(pod) or []
@@ -202,6 +208,12 @@ class Placement:
 
     def fit(self, node: Obj, health: NodeHealth, usage: NodeUsage | None) -> NodeFit:
         fit = NodeFit(node=health.name)
+        if self.only_nodes is not None and health.name not in self.only_nodes:
+            fit.exclusion = "no DRA devices"
+            fit.why = lambda: (
+                f"node {health.name} publishes no devices for the pod's ResourceClaims"
+            )
+            return fit
         static = self._static(node, health)
         if static is not None:
             category, gfd_missing = static

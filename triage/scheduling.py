@@ -43,7 +43,15 @@ _SUMMARY = {
 
 SHOWN = 10  # nodes described per reason; the rest are counted
 
+# Within one layer, the more specific explanation leads the finding.
+_FIRST = (
+    "device-plugin.mig-reconfiguring",
+    "device-plugin.mig-config-failed",
+    "driver.node-not-ready",
+)
+
 _EXCLUSION_CODE = {
+    "no DRA devices": "scheduling.dra-no-matching-device",
     "selector mismatch": "scheduling.selector-mismatch",
     "too small": "scheduling.request-too-large",
     "no GPU": "scheduling.no-gpu-nodes",
@@ -81,7 +89,13 @@ def scheduling_signals(
         if f.layer is not None and (blocked_now or f.layer != Layer.SCHEDULING):
             by_code[f.code].append(f)
     for code, group in sorted(
-        by_code.items(), key=lambda kv: (kv[1][0].layer.rank if kv[1][0].layer else 9, kv[0])
+        by_code.items(),
+        key=lambda kv: (
+            kv[1][0].layer.rank if kv[1][0].layer else 9,
+            kv[0] not in _FIRST,
+            -len(kv[1]),
+            kv[0],
+        ),
     ):
         layer = group[0].layer
         assert layer is not None
