@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, BoltRequest, BoltResponse, Respond
 from slack_sdk import WebClient
@@ -21,6 +21,7 @@ from slack_sdk import WebClient
 from bot import messages as msg
 from bot.buttons import Buttons
 from bot.commands import (
+    Ask,
     Command,
     Help,
     InvalidNameError,
@@ -40,6 +41,9 @@ from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE
 from bot.work import SeenSet, WorkerPool
 from gpu_triage.settings import Settings
 from incidents.errors import IncidentStoreError
+
+if TYPE_CHECKING:
+    from assist.ask import Assistant
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,7 @@ def create_app(
     policy: AccessPolicy,
     client: WebClient | None = None,
     usergroup_ttl: float = 300.0,
+    assistant: Assistant | None = None,
 ) -> TriageApp:
     """Build the bolt app. `client` is the test seam (a WebClient pointed at a fake Slack)."""
     if client is None:
@@ -81,7 +86,14 @@ def create_app(
         fetch=lambda group: list(client.usergroups_users_list(usergroup=group).get("users") or []),
         ttl=usergroup_ttl,
     )
-    handlers = Handlers(client=client, service=service, store=store, policy=policy, groups=groups)
+    handlers = Handlers(
+        client=client,
+        service=service,
+        store=store,
+        policy=policy,
+        groups=groups,
+        assistant=assistant,  # assist.ask.Assistant: `/gpu ask` beyond the FAQ, and summaries
+    )
     buttons = Buttons(handlers=handlers)
     app.pool = WorkerPool(workers=settings.workers, max_pending=settings.max_pending)
     app.handlers = handlers
@@ -125,6 +137,8 @@ def create_app(
             handlers.incident(asker, cmd)
         elif isinstance(cmd, ShowStats):
             handlers.stats(asker, cmd)
+        elif isinstance(cmd, Ask):
+            handlers.ask(asker, cmd)
         else:
             handlers.say(asker, msg.help_text())
 

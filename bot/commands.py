@@ -49,11 +49,25 @@ class Help:
     pass
 
 
-Command = WhyPending | VerifyNode | ListIncidents | ShowIncident | ShowStats | Help
+@dataclass(frozen=True)
+class Ask:
+    question: str
+
+
+Command = WhyPending | VerifyNode | ListIncidents | ShowIncident | ShowStats | Help | Ask
+MAX_QUESTION = 2000
 
 
 def parse(text: str) -> Command:
     """Parse the text after `/gpu`. Raises `UsageError` or `InvalidNameError` (both one line)."""
+    verb, _, rest = text.strip().partition(" ")
+    if verb.lower() == "ask":  # free text: apostrophes and quotes are not shell syntax here
+        question = " ".join(rest.split())
+        if not question:
+            raise UsageError("ask needs a question, e.g. ask why is pod train-0 pending")
+        if len(question) > MAX_QUESTION:
+            raise UsageError(f"ask takes at most {MAX_QUESTION} characters")
+        return Ask(question=question)
     try:
         words = shlex.split(text.strip())
     except ValueError as e:
@@ -129,6 +143,7 @@ def parse_mention(text: str) -> Command:
 
 
 __all__ = [
+    "Ask",
     "Command",
     "Help",
     "InvalidNameError",

@@ -10,17 +10,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import messages as msg
-from bot.commands import ListIncidents, ShowIncident, ShowStats, VerifyNode, WhyPending
+from bot.commands import Ask, ListIncidents, ShowIncident, ShowStats, VerifyNode, WhyPending
 from bot.mrkdwn import escape
 from bot.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
-from bot.render import ButtonRef, headline_text, report_blocks
+from bot.render import ButtonRef, headline_text, report_blocks, with_summary
 from incidents.errors import IncidentStoreError
 from incidents.values import IncidentStatus
 from triage import (
@@ -28,8 +28,12 @@ from triage import (
     InvalidNameError,
     NotFoundError,
     SourceError,
+    TriageReport,
     UnavailableError,
 )
+
+if TYPE_CHECKING:
+    from assist.ask import Assistant
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +61,11 @@ class Handlers:
         store: IncidentStoreLike,
         policy: AccessPolicy,
         groups: UsergroupCache,
+        assistant: Assistant | None = None,
     ) -> None:
         self.client, self.service, self.store, self.policy = client, service, store, policy
         self.groups = groups
+        self.assistant = assistant  # `/gpu ask` and summaries; None: FAQ and why-pending only
 
     # -- replies ---------------------------------------------------------------------------
     def say(self, asker: Asker, text: str) -> None:
@@ -126,9 +132,9 @@ class Handlers:
         thread_ts = asker.thread_ts
         if incident is not None and incident.thread_ts and incident.channel == asker.channel:
             thread_ts = incident.thread_ts  # the open incident's thread: keep follow-ups there
-        blocks = report_blocks(
-            report, include_detail=self.channel_audience_is_operator(asker.channel), ref=ref
-        )
+        operators = self.channel_audience_is_operator(asker.channel)
+        blocks = report_blocks(report, include_detail=operators, ref=ref)
+        blocks = with_summary(blocks, self.summary(report, operator=operators))
         if outcome.store_error:
             blocks.append(_note(msg.store_warning(outcome.store_error)))
         try:
@@ -156,6 +162,7 @@ class Handlers:
     def _reply_private(self, asker: Asker, outcome: OutcomeLike, *, ref: ButtonRef) -> None:
         viewer = self.viewer(asker)
         blocks = report_blocks(outcome.report, include_detail=viewer.operator, ref=ref)
+        blocks = with_summary(blocks, self.summary(outcome.report, operator=viewer.operator))
         if outcome.store_error:
             blocks.append(_note(msg.store_warning(outcome.store_error)))
         if asker.respond is not None:
@@ -172,6 +179,39 @@ class Handlers:
                 text=headline_text(outcome.report),
                 blocks=blocks,
             )
+
+    def summary(self, report: TriageReport, *, operator: bool) -> str | None:
+        """The model's guarded summary line, only when a model is configured."""
+        if self.assistant is None or self.assistant.model is None:
+            return None
+        text = self.assistant.summarize(report, operator=operator)
+        return None if text is None else msg.summary(text)
+
+    # -- ask -----------------------------------------------------------------------------------
+    def ask(self, asker: Asker, cmd: Ask) -> None:
+        """A free-form question: pod questions run the real why-pending flow, the rest the FAQ
+        or the assistant. Access policy applies inside every check the assistant runs."""
+        from assist.faq import faq_answer, match
+
+        viewer = self.viewer(asker)
+        has_model = self.assistant is not None and self.assistant.model is not None
+        intent = None if has_model else match(cmd.question)
+        if intent is not None and intent.kind == "why-pending" and intent.name is not None:
+            self.why_pending(asker, WhyPending(intent.name, intent.namespace, None))
+            return
+        if intent is not None and intent.kind == "verify-node" and intent.name is not None:
+            self.verify_node(asker, VerifyNode(node=intent.name))
+            return
+        if intent is not None and intent.kind.startswith("faq-"):
+            self.say(asker, msg.ask_answer(faq_answer(intent.kind, prefix="/gpu "), trusted=True))
+            return
+        if self.assistant is None:
+            self.say(asker, msg.ask_unavailable())
+            return
+        answer = self.assistant.ask(
+            cmd.question, caller=viewer, default_namespace=viewer.default_namespace, prefix="/gpu "
+        )
+        self.say(asker, msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown")))
 
     # -- other commands ----------------------------------------------------------------------
     def verify_node(self, asker: Asker, cmd: VerifyNode) -> None:

@@ -17,6 +17,8 @@ USAGE = (
     "• `/gpu incidents`: open incidents\n"
     "• `/gpu incident <id>`: one incident\n"
     "• `/gpu stats`: incident counts per layer\n"
+    "• `/gpu ask <question>`: a question in your own words (the FAQ, or _why is pod X "
+    "pending in namespace Y_)\n"
     "• `/gpu help`: this message\n"
     "In a channel you can also mention me: `@gpu-triage why-pending <pod>`."
 )
@@ -171,3 +173,21 @@ def incident_line(
 
 def stats_line(*, label: str, count: int) -> str:
     return f"• {escape(label)}: {count}"
+
+
+def ask_answer(text: str, *, trusted: bool) -> str:
+    """An `ask` answer. Only our own FAQ wording is `trusted`; model and cluster text is escaped."""
+    return truncate(text if trusted else escape(text), limit=3000)
+
+
+def ask_unavailable() -> str:
+    return (
+        ":grey_question: I can answer the FAQ and `why is pod <pod> pending in namespace <ns>` "
+        "here; other questions need the assistant, which is not enabled on this bot."
+    )
+
+
+def summary(text: str) -> str:
+    return (
+        f":speech_balloon: _Summary (written by a language model from the report):_ {escape(text)}"
+    )

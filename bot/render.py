@@ -176,6 +176,13 @@ def report_blocks(
     return blocks[:MAX_BLOCKS]
 
 
+def with_summary(blocks: list[Block], text: str | None) -> list[Block]:
+    """`blocks` with a summary line after the verdict (already worded and escaped), if any."""
+    if not text:
+        return blocks
+    return [*blocks[:2], context(text), *blocks[2:]][:MAX_BLOCKS]
+
+
 def action_buttons(ref: ButtonRef, *, escalate: bool) -> Block:
     value = ref.to_value()
     elements: list[Block] = [

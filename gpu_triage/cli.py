@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "gpu_triage.cmd_incidents",
     "gpu_triage.cmd_bot",
     "gpu_triage.cmd_verify",
+    "gpu_triage.cmd_ask",
 )
 
 

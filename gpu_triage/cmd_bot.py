@@ -12,9 +12,16 @@ import logging
 import os
 import signal
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpu_triage.errors import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assist.ask import Assistant
+    from gpu_triage.service import TriageService
+    from triage import ClusterSource
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_triage.settings import load_settings
     from gpu_triage.sources import open_source
     from incidents.store import IncidentStore
-    from triage import ClusterSource, EngineConfig, load_playbook
+    from triage import EngineConfig, load_playbook
 
     settings = load_settings(
         port=args.port,
@@ -94,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
         store=store,
         metrics=metrics,
     )
+    assistant = _assistant(source_for, service)
     try:
-        app = create_app(settings, service=service, store=store, policy=policy)
+        app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
     except Exception as e:  # bolt raises BoltError / SlackApiError / URLError for auth.test
         raise UserError(
             f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
@@ -125,6 +133,26 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.stop()
     return 0
+
+
+def _assistant(
+    source_for: Callable[[str | None], ClusterSource], service: TriageService
+) -> Assistant:
+    """`/gpu ask` and triage summaries; a chat model only if GPU_TRIAGE_LLM_PROVIDER is set."""
+    from assist.ask import Assistant
+    from assist.checks import EngineBackend
+    from assist.provider import ProviderError, model_from_env
+
+    try:
+        model = model_from_env()
+    except ProviderError as e:
+        raise UserError(str(e)) from None
+    backend = EngineBackend(
+        source_for=lambda: source_for(None), config=service.config, playbook=service.playbook
+    )
+    if model is not None:
+        log.info("assistant: chat model %s configured", type(model).__name__)
+    return Assistant(backend=backend, model=model)
 
 
 def _one_line(e: BaseException) -> str:

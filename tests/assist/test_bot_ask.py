@@ -1,0 +1,68 @@
+"""`/gpu ask` and the optional summary, through the real bolt app and a fake Slack."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from assist.ask import Assistant
+from assist.checks import EngineBackend
+from tests.assist.fakes import scripted
+from tests.bot.conftest import Bot
+
+
+def _text(args: dict[str, Any]) -> str:
+    return str(args.get("text", "")) + json.dumps(args.get("blocks") or [])
+
+
+def _assistant(bot: Bot, *replies: str) -> Assistant:
+    source = bot.source
+    model = scripted(*replies) if replies else None
+    return Assistant(backend=EngineBackend(source_for=lambda: source), model=model)
+
+
+def test_ask_faq_without_any_assistant(bot: Bot) -> None:
+    bot.slack.command(
+        "ask Is a Pending GPU pod always an operator failure?", user="UTENA", channel="CTEAMA"
+    )
+    text = bot.fake.wait_posts(1)[0].args["text"]
+    assert text.startswith("No. A Pending GPU pod") and "`/gpu why-pending" in text
+    bot.slack.command("ask what's the capital of France?", user="UTENA", channel="CTEAMA")
+    assert "not enabled" in bot.fake.wait_posts(2)[1].args["text"]
+    assert bot.service.count == 0
+
+
+def test_ask_about_a_pod_runs_why_pending_with_policy(bot: Bot) -> None:
+    bot.slack.command(
+        "ask why is pod train-x pending in namespace team-a", user="UTENA", channel="CTEAMA"
+    )
+    first = bot.fake.wait_posts(1)[0]
+    assert "Blocked at scheduling" in _text(first.args)
+    bot.slack.command(
+        "ask why is pod train-x pending in namespace team-a", user="UTENB", channel="DTENB1"
+    )
+    second = bot.fake.wait_posts(2)[1].args["text"]
+    assert "No pod or workload named `train-x`" in second  # team-b may not see team-a
+
+
+def test_no_model_means_the_triage_reply_is_unchanged(bot: Bot) -> None:
+    bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
+    before = bot.fake.wait_posts(1)[0].args["blocks"]
+    bot.app.handlers.assistant = _assistant(bot)  # an assistant, but no model
+    bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
+    after = bot.fake.wait_posts(2)[1].args["blocks"]
+    assert json.dumps(before) == json.dumps(after)
+    assert "Summary" not in json.dumps(after)
+
+
+def test_summary_appears_only_when_the_guard_passes(bot: Bot) -> None:
+    good = "train-x is blocked at the scheduling layer: 0/1 nodes are available. Owner: workload-owner."
+    bad = "train-x is blocked by quota."
+    bot.app.handlers.assistant = _assistant(bot, good, bad)
+    bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
+    blocks = bot.fake.wait_posts(1)[0].args["blocks"]
+    assert "Summary (written by a language model" in json.dumps(blocks[2])
+    assert "scheduling layer" in json.dumps(blocks[2])
+    bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
+    blocks2 = bot.fake.wait_posts(2)[1].args["blocks"]
+    assert "Summary" not in json.dumps(blocks2) and "quota." not in json.dumps(blocks2)
