@@ -57,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
     from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import load_settings
-    from gpu_triage.sources import open_source
     from incidents.store import IncidentStore
     from triage import EngineConfig, load_playbook
 
@@ -83,15 +82,7 @@ def run(args: argparse.Namespace) -> int:
         "off",
     )
     store = IncidentStore.open(settings.database_url, auto_migrate=auto)
-    source = open_source(
-        snapshot=settings.snapshot, kubeconfig=args.kubeconfig, context=args.context
-    )
-    names = {None, source.cluster_name, settings.cluster_name}
-
-    def source_for(cluster: str | None) -> ClusterSource:
-        if cluster not in names:
-            raise LookupError(cluster)
-        return source
+    source_for, serving, close_sources = _sources(settings, args)
 
     metrics = Metrics(store=store)
     service = TriageService(
@@ -123,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
     print(
-        f"gpu-triage bot: serving {source.cluster_name} via {mode}; health on :{server.port}/healthz",
+        f"gpu-triage bot: serving {serving} via {mode}; health on :{server.port}/healthz",
         flush=True,
     )
     try:
@@ -132,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         server.stop()
+        close_sources()
     return 0
 
 
@@ -153,6 +145,40 @@ def _assistant(
     if model is not None:
         log.info("assistant: chat model %s configured", type(model).__name__)
     return Assistant(backend=backend, model=model)
+
+
+def _sources(
+    settings: Any, args: argparse.Namespace
+) -> tuple[Callable[[str | None], ClusterSource], str, Callable[[], None]]:
+    """(source for a --cluster name, what is served, cleanup).
+
+    A snapshot serves one cluster. Live, every kubeconfig context can be asked for with
+    `--cluster CONTEXT`; each gets a watch-backed cache on first use (the default context's
+    starts syncing now), so a warm triage costs one API request (its events).
+    """
+    from gpu_triage.sources import open_source
+
+    if settings.snapshot:
+        source = open_source(snapshot=settings.snapshot)
+        names = {None, source.cluster_name, settings.cluster_name}
+
+        def from_snapshot(cluster: str | None) -> ClusterSource:
+            if cluster not in names:
+                raise LookupError(cluster)
+            return source
+
+        return from_snapshot, source.cluster_name, lambda: None
+
+    from kube.cache import ClusterRegistry
+
+    registry = ClusterRegistry(kubeconfig=args.kubeconfig, default=args.context)
+    default = registry.source(None)  # config errors surface now, as a startup error
+    aliases = {settings.cluster_name} if settings.cluster_name else set()
+
+    def live(cluster: str | None) -> ClusterSource:
+        return registry.source(None if cluster in aliases else cluster)
+
+    return live, f"{default.cluster_name} (live, watch-backed)", registry.close
 
 
 def _one_line(e: BaseException) -> str:

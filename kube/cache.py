@@ -19,6 +19,7 @@ from kube.client import RawClient, load_client
 from kube.informer import Informer
 from kube.live import LiveSource, events_for, kind_type
 from kube.usage import UsageIndex
+from triage.memo import IdentityMemo
 from triage.source import KINDS, NodeUsage, Obj, UnavailableError
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
@@ -58,6 +59,8 @@ class CachedSource:
             )
         self._started = False
         self._start_lock = threading.Lock()
+        # Node health and other per-object work the engine remembers between triages.
+        self.memo = IdentityMemo()
 
     @property
     def cluster_name(self) -> str:

@@ -22,6 +22,18 @@ OK_SUMMARY = {
 }
 
 
+def _data_age(source: ClusterSource) -> str | None:
+    """Why the data might not be the cluster as it is now: a lagging watch, or a snapshot."""
+    stale = getattr(source, "staleness_note", None)
+    if callable(stale):
+        note = stale()
+        return str(note) if note else None
+    as_of = getattr(source, "as_of", None)
+    if isinstance(as_of, datetime):
+        return f"cluster state as of {as_of:%Y-%m-%d %H:%M} UTC (snapshot)"
+    return None
+
+
 def assemble(
     *,
     source: ClusterSource,
@@ -90,6 +102,7 @@ def assemble(
     elif headline is None:
         headline = f"{target.kind} {target.name}: nothing blocks it at any layer"
     return TriageReport(
+        data_age_note=_data_age(source),
         pod=ref,
         cluster=source.cluster_name,
         failing_layer=failing,

@@ -1,0 +1,45 @@
+"""The bot's live sources: one watch-backed cache per kubeconfig context, chosen by --cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gpu_triage.cmd_bot import _sources
+from kube.cache import CachedSource
+from kube.errors import ConfigError
+from kube.testing import FakeApiServer
+from tests.engine.mini import node, operator_pods, pod
+from triage import Layer, triage
+
+
+def test_live_bot_serves_each_context_from_a_synced_cache(tmp_path: Path) -> None:
+    objs = [node("a1", cordoned=True), *operator_pods("a1"), pod("train")]
+    objs += [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        for ns in ("team-a", "gpu-operator")
+    ]
+    with FakeApiServer(objs) as api:
+        config = api.write_kubeconfig(tmp_path / "kubeconfig", context="prod")
+        settings = SimpleNamespace(snapshot=None, cluster_name="east")
+        args = argparse.Namespace(kubeconfig=str(config), context=None)
+        source_for, serving, close = _sources(settings, args)
+        try:
+            src = source_for(None)
+            assert isinstance(src, CachedSource) and serving.startswith("prod")
+            assert source_for("east") is src and source_for("prod") is src  # alias and context
+            assert src.wait_synced(timeout=10)
+            before = len(api.requests)
+            report = triage(src, namespace="team-a", name="train")
+            assert report.failing_layer == Layer.SCHEDULING
+            assert "scheduling.cordoned" in report.finding(Layer.SCHEDULING).codes
+            assert report.data_age_note is None  # the watch is up: nothing stale to say
+            sent = [(path, q) for path, q in api.requests[before:] if q.get("watch") != "true"]
+            assert [path for path, _ in sent] == ["/api/v1/namespaces/team-a/events"]
+            with pytest.raises(ConfigError):
+                source_for("no-such-context")
+        finally:
+            close()
