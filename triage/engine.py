@@ -220,10 +220,18 @@ class _Run:
         placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
         healths: dict[str, NodeHealth] = {}
         self.fits = []
+        # The hot loop of a triage (every node, every time): locals and an inlined memo check.
+        table, minute, fit, usage_of = self._health_table, self._minute, placement.fit, usage.get
+        fits = self.fits
         for node in nodes:
             name = node["metadata"]["name"]
-            health = healths[name] = self._assess(node, view, name=name)
-            self.fits.append(placement.fit(node, health, usage.get(name)))
+            hit = table.get(name)
+            if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
+                health = hit[3]
+            else:
+                health = self._assess(node, view, name=name)
+            healths[name] = health
+            fits.append(fit(node, health, usage_of(name)))
         signals = scheduling_signals(
             pod=pod,
             fits=self.fits,

@@ -10,7 +10,6 @@ Two questions per node, kept apart on purpose (the root-cause rule needs both):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from triage.kubeobj import (
     GPU,
@@ -44,18 +43,25 @@ HEALTH_TAINTS = (
 )
 
 
-@dataclass(slots=True)
 class NodeFit:
-    node: str
+    """One node judged for one pod. Attributes default at class level: one of these is made
+    per node per triage, and most nodes only ever set `exclusion` and `why`."""
+
     exclusion: str | None = None  # category when the pod could never use the node
-    why: Callable[[], str] | None = field(default=None, repr=False)
+    why: Callable[[], str] | None = None
     layer: Layer | None = None  # lowest layer blocking the pod here now; None = usable
     code: str = ""
     text: str = ""
     detail: list[str] | tuple[str, ...] = ()
     gfd_labels_missing: bool = False
     joining: str | None = None  # set when the node will likely be usable within minutes
-    lazy: Callable[[], tuple[str, list[str]]] | None = field(default=None, repr=False)
+    lazy: Callable[[], tuple[str, list[str]]] | None = None
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+    def __repr__(self) -> str:
+        return f"NodeFit({self.node!r}, exclusion={self.exclusion!r}, layer={self.layer}, code={self.code!r})"
 
     def describe(self) -> tuple[str, list[str] | tuple[str, ...]]:
         """(text, operator-only detail) of what blocks the pod here, built on first use."""
@@ -207,7 +213,7 @@ class Placement:
         return hit[1]
 
     def fit(self, node: Obj, health: NodeHealth, usage: NodeUsage | None) -> NodeFit:
-        fit = NodeFit(node=health.name)
+        fit = NodeFit(health.name)
         if self.only_nodes is not None and health.name not in self.only_nodes:
             fit.exclusion = "no DRA devices"
             fit.why = lambda: (

@@ -74,7 +74,7 @@ def scheduling_signals(
     total_nodes: int,
 ) -> list[Signal]:
     signals: list[Signal] = []
-    candidates = [f for f in fits if f.candidate]
+    candidates = [f for f in fits if f.exclusion is None]
     usable = [f for f in candidates if f.usable]
     joining = [f for f in candidates if f.joining]
     blocked_now = not usable and not joining
@@ -154,10 +154,10 @@ def scheduling_signals(
 
     # 2. Nodes the pod could never use: their lower-layer problems are side findings.
     for f in fits:
-        if f.candidate:
+        if f.exclusion is None:
             continue
         h = healths.get(f.node)
-        if h is None or not h.gpu_node:
+        if h is None or not h.gpu_node or (h.driver.ok and h.plugin.ok):
             continue
         for layer, verdict in ((Layer.DRIVER, h.driver), (Layer.DEVICE_PLUGIN, h.plugin)):
             if not verdict.ok:
@@ -242,7 +242,7 @@ def scheduling_signals(
 
 def placement_summary(fits: list[NodeFit]) -> str | None:
     """The scheduling layer's 'ok' line when some node can take the pod now."""
-    candidates = [f for f in fits if f.candidate]
+    candidates = [f for f in fits if f.exclusion is None]
     usable = [f for f in candidates if f.usable]
     if not usable:
         return None
