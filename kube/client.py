@@ -92,6 +92,30 @@ def load_client(
     return k8s_client.ApiClient(configuration=cfg), name
 
 
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def context_namespace(*, kubeconfig: str | None = None, context: str | None = None) -> str | None:
+    """The namespace the kubeconfig context names (as kubectl uses it), or the pod's own
+    namespace in-cluster; None when neither says."""
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    try:
+        if os.path.exists(path):
+            contexts, active = k8s_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+                config_file=path
+            )
+            wanted = context or (active or {}).get("name")
+            for c in contexts or []:
+                if c.get("name") == wanted:
+                    ns = (c.get("context") or {}).get("namespace")
+                    return str(ns) if ns else None
+            return None
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except (ConfigException, OSError):
+        return None
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kube.client import RawClient, load_client
+from kube.client import RawClient, context_namespace, load_client
 from kube.fastjson import gc_paused
 from triage.kubeobj import pod_requests, pod_terminated
 from triage.source import KINDS, NodeUsage, Obj, ResourceType, UnavailableError, key
@@ -29,7 +29,9 @@ def connect(*, kubeconfig: str | None = None, context: str | None = None) -> Liv
     Nothing is sent to the cluster until the first read.
     """
     api, name = load_client(kubeconfig=kubeconfig, context=context)
-    return LiveSource(RawClient(api, cluster_name=name))
+    source = LiveSource(RawClient(api, cluster_name=name))
+    source.default_namespace = context_namespace(kubeconfig=kubeconfig, context=context)
+    return source
 
 
 def kind_type(kind: str) -> ResourceType:
@@ -114,6 +116,7 @@ class LiveSource:
     def __init__(self, client: RawClient) -> None:
         self.client = client
         self._usage: dict[str, NodeUsage] | None = None
+        self.default_namespace: str | None = None  # the context's namespace, as kubectl uses
 
     @property
     def cluster_name(self) -> str:

@@ -147,3 +147,38 @@ def test_demo_triages_every_stuck_workload() -> None:
         "scheduling",
         "quota",
     }
+
+
+def test_live_cluster_through_the_cli_uses_the_context_namespace(tmp_path: Path) -> None:
+    """The real client against a loopback API server; no -n: the context's namespace."""
+    import yaml
+
+    from kube.testing import TOKEN, FakeApiServer
+    from tests.engine.mini import namespace, node, operator_pods, pod
+
+    objs = [
+        node("a1", cordoned=True),
+        *operator_pods("a1"),
+        pod("train"),
+        namespace("team-a"),
+        namespace("gpu-operator"),
+    ]
+    with FakeApiServer(objs) as api:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "lab",
+            "clusters": [{"name": "lab", "cluster": {"server": api.url}}],
+            "users": [{"name": "lab", "user": {"token": TOKEN}}],
+            "contexts": [
+                {"name": "lab", "context": {"cluster": "lab", "user": "lab", "namespace": "team-a"}}
+            ],
+        }
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        p = run("why-pending", "train", "--kubeconfig", str(path), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["cluster"] == "lab" and report["pod"]["namespace"] == "team-a"
+    assert report["failing_layer"] == "scheduling"
+    assert any("cordoned" in e for e in report["findings"][2]["evidence"])
