@@ -61,6 +61,7 @@ class _Run:
         memo = getattr(source, "memo", None)
         self.memo: IdentityMemo = memo if isinstance(memo, IdentityMemo) else IdentityMemo()
         self._minute = int(now.timestamp() // 60)
+        self._signatures = self.memo.table("node-signatures", limit=10_000)
         self._health_table = self.memo.table(f"node-health/{config.node_join_grace_minutes}")
         self.signals: list[Signal] = []
         self.unknowns: list[Unknown] = []
@@ -176,6 +177,8 @@ class _Run:
         health = assess_node(
             node, view, now=self.now, grace_minutes=self.config.node_join_grace_minutes
         )
+        # Equal signatures become one object, so a node pool's nodes match by identity.
+        health.signature = self._signatures.setdefault(health.signature, health.signature)
         table[name] = (node, view, minute, health)
         return health
 
