@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gpu_triage.sources import open_source
+from gpu_triage.sources import add_cluster_args, add_engine_args, open_source
 from triage import EngineConfig, load_playbook, load_snapshot, triage
 from triage.kubeobj import gpu_requests, name_of, ns_of, owner, pod_problem, pod_requests
 from triage.placement import wants_gpu
 from triage.render import to_json, to_text
 from triage.source import ClusterSource
-
-
-def _engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--playbook",
-        default=os.environ.get("GPU_TRIAGE_PLAYBOOK"),
-        help="playbook YAML (default: bundled)",
-    )
-    p.add_argument(
-        "--operator-namespace",
-        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE", "gpu-operator"),
-        help="namespace of the GPU Operator (default: gpu-operator)",
-    )
 
 
 def register(sub: Any) -> None:
@@ -40,20 +26,13 @@ def register(sub: Any) -> None:
         default=None,
         help="namespace (default: the kubeconfig context's, else 'default')",
     )
-    p.add_argument(
-        "--snapshot",
-        help="read cluster state from `kubectl get … -o yaml|json` output (file or folder)",
-    )
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    _engine_args(p)
+    add_cluster_args(p)
     p.set_defaults(handler=why_pending)
 
     d = sub.add_parser("demo", help="triage every stuck GPU workload in the bundled demo cluster")
     d.add_argument("--snapshot", help="use this snapshot instead of the bundled demo cluster")
     d.add_argument("--format", choices=("text", "json"), default="text")
-    _engine_args(d)
+    add_engine_args(d)
     d.set_defaults(handler=demo)
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from gpu_triage.errors import UserError
-from gpu_triage.sources import open_source
+from gpu_triage.sources import add_cluster_args, open_source
 from triage import EngineConfig, load_playbook
 from triage.preflight import Preflight, preflight
 from triage.source import ClusterSource
@@ -36,20 +35,7 @@ _MARK = {
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--snapshot", help="read cluster state from `kubectl get … -o yaml|json` output")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument(
-        "--playbook",
-        default=os.environ.get("GPU_TRIAGE_PLAYBOOK"),
-        help="playbook YAML (default: bundled)",
-    )
-    p.add_argument(
-        "--operator-namespace",
-        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE", "gpu-operator"),
-        help="namespace of the GPU Operator (default: gpu-operator)",
-    )
+    add_cluster_args(p)
 
 
 def _test_pod_args(p: argparse.ArgumentParser) -> None:

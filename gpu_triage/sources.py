@@ -2,7 +2,35 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+
 from triage import ClusterSource, load_snapshot
+
+
+def add_cluster_args(p: argparse.ArgumentParser) -> None:
+    """--snapshot / --kubeconfig / --context / --format / --playbook / --operator-namespace."""
+    p.add_argument(
+        "--snapshot",
+        help="read cluster state from `kubectl get … -o yaml|json` output (file or folder)",
+    )
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: current context)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_engine_args(p)
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--playbook",
+        default=os.environ.get("GPU_TRIAGE_PLAYBOOK"),
+        help="playbook YAML (default: bundled)",
+    )
+    p.add_argument(
+        "--operator-namespace",
+        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE", "gpu-operator"),
+        help="namespace of the GPU Operator (default: gpu-operator)",
+    )
 
 
 def open_source(

@@ -13,8 +13,8 @@ from typing import Any
 
 from kube.client import RawClient, context_namespace, load_client
 from kube.fastjson import gc_paused
-from triage.kubeobj import pod_requests, pod_terminated
-from triage.source import KINDS, NodeUsage, Obj, ResourceType, UnavailableError, key
+from triage.kubeobj import usage_of
+from triage.source import KINDS, NodeUsage, Obj, ResourceType, UnavailableError
 
 PAGE_SIZE = 500
 # Groups served by every API server: a 404 there is a server problem, not a missing add-on.
@@ -94,20 +94,6 @@ def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> li
         item["kind"] = "Event"
         item["apiVersion"] = rt.api_version
     return items
-
-
-def usage_of(pods: list[Obj]) -> dict[str, NodeUsage]:
-    usage: dict[str, NodeUsage] = {}
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or pod_terminated(pod):
-            continue
-        u = usage.setdefault(node, NodeUsage())
-        for res, amount in pod_requests(pod).items():
-            u.requests[res] = u.requests.get(res, 0) + amount
-        ns, pod_name = key(pod)
-        u.pods.append(f"{ns}/{pod_name}")
-    return usage
 
 
 class LiveSource:

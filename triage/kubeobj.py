@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
-from triage.source import Obj
+from triage.source import NodeUsage, Obj
 
 GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
@@ -360,3 +360,17 @@ def pod_problem(pod: Obj, *, messages: bool = True) -> str | None:
     if phase == "Running" and condition_true(pod, "Ready") is False:
         return "running but not Ready"
     return None
+
+
+def usage_of(pods: Iterable[Obj]) -> dict[str, NodeUsage]:
+    """Requests of non-terminated pods bound to each node: the scheduler's "used"."""
+    usage: dict[str, NodeUsage] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or pod_terminated(pod):
+            continue
+        u = usage.setdefault(node, NodeUsage())
+        for res, value in pod_requests(pod).items():
+            u.requests[res] = u.requests.get(res, 0) + value
+        u.pods.append(f"{ns_of(pod)}/{name_of(pod)}")
+    return usage

@@ -209,17 +209,7 @@ class MemorySource:
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._usage is None:
-            from triage.kubeobj import pod_requests, pod_terminated
+            from triage.kubeobj import usage_of  # kubeobj imports this module's types
 
-            usage: dict[str, NodeUsage] = {}
-            for pod in self._by_kind["Pod"].values():
-                node = (pod.get("spec") or {}).get("nodeName")
-                if not node or pod_terminated(pod):
-                    continue
-                u = usage.setdefault(node, NodeUsage())
-                for res, amount in pod_requests(pod).items():
-                    u.requests[res] = u.requests.get(res, 0) + amount
-                ns, name = key(pod)
-                u.pods.append(f"{ns}/{name}")
-            self._usage = usage
+            self._usage = usage_of(self._by_kind["Pod"].values())
         return self._usage
