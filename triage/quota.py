@@ -25,7 +25,7 @@ from triage.kubeobj import (
 )
 from triage.model import Layer
 from triage.signals import Signal, Unknown
-from triage.source import Obj
+from triage.source import ForbiddenError, Obj
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
@@ -66,7 +66,7 @@ def _quota_need(key: str, pod: Obj) -> int | None:
 def check_resource_quotas(inp: QuotaInput) -> None:
     try:
         quotas = inp.read("ResourceQuota", inp.namespace)
-    except Exception as e:  # ForbiddenError: the layer becomes unknown, with what to grant
+    except ForbiddenError as e:  # the layer becomes unknown, with what to grant
         inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
         return
     subject = inp.template if inp.pod is None else inp.pod
@@ -210,7 +210,7 @@ def check_kueue(inp: QuotaInput) -> None:
         wls = inp.read("Workload", inp.namespace)
         lqs = inp.read("LocalQueue", inp.namespace)
         cqs = inp.read("ClusterQueue", None)
-    except Exception as e:
+    except ForbiddenError as e:
         inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
         inp.signals.append(
             Signal(Layer.QUOTA, "quota.kueue-pending", f"{what}, waiting for admission")
@@ -292,7 +292,7 @@ def check_volcano(inp: QuotaInput) -> None:
     try:
         pgs = inp.read("PodGroup", inp.namespace)
         queues = inp.read("Queue", None)
-    except Exception as e:
+    except ForbiddenError as e:
         inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
         return
     pg = next((p for p in pgs if name_of(p) == group), None)
@@ -354,7 +354,7 @@ def check_priority(inp: QuotaInput) -> None:
         return
     try:
         classes = inp.read("PriorityClass", None)
-    except Exception as e:
+    except ForbiddenError as e:
         inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
         return
     if classes and not any(name_of(c) == pc_name for c in classes):
