@@ -45,6 +45,9 @@ class NodeHealth:
     # with equal signatures (a node pool) are judged once per triage.
     signature: tuple[object, ...] = ()
     signature_hash: int = 0
+    # Healthy, schedulable and every NVIDIA device allocatable: only free resources can
+    # stop a pod here (the fast path of placement).
+    clean: bool = False
 
     @property
     def mig_resources(self) -> dict[str, int]:
@@ -262,6 +265,14 @@ def assess_node(
             if not failing.ok:
                 failing.text += note
     health.contradiction = _contradiction(view, health)
+    health.clean = (
+        health.gpu_node
+        and health.driver.ok
+        and health.plugin.ok
+        and health.joining is None
+        and health.capacity == health.allocatable
+        and not (node.get("spec") or {}).get("unschedulable")
+    )
     return health
 
 

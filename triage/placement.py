@@ -26,6 +26,8 @@ from triage.model import Layer
 from triage.nodehealth import NodeHealth, expected_gpu_count
 from triage.source import NodeUsage, Obj
 
+_NOTHING: dict[str, int] = {}
+
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.
 SYSTEM_NAMESPACES = (
     "kube-system/",
@@ -184,6 +186,7 @@ class Placement:
         self.pod, self.requests, self.dra = pod, requests, dra
         self.only_nodes = only_nodes  # DRA: nodes publishing devices for the pod's claims
         self.gpu = wants_gpu(pod, requests)
+        self.request_items = tuple(requests.items())
         spec = pod.get("spec") or {}
         terms = required_affinity_terms(pod) or []
         self.per_node = bool(spec.get("nodeName")) or any(t.get("matchFields") for t in terms)
@@ -228,6 +231,24 @@ class Placement:
                 fit.why = lambda: self._why(node, health)
                 return fit
             fit.gfd_labels_missing = gfd_missing
+        if health.clean and self.dra is None and not fit.gfd_labels_missing:
+            # The common case on a big cluster, inlined: a healthy node the pod may use, so
+            # only its free resources matter.
+            alloc = health.allocatable_all
+            used = usage.requests if usage is not None else _NOTHING
+            for res, want in self.request_items:
+                have = alloc.get(res)
+                if not have and res.startswith("nvidia.com/"):
+                    break  # not offered here: the device-plugin logic explains why
+                if have is None:
+                    continue
+                if want > have - used.get(res, 0):
+                    return self._insufficient(fit, health, usage)
+            else:
+                pods = alloc.get("pods")
+                if pods is not None and usage is not None and len(usage.pods) >= pods:
+                    return self._insufficient(fit, health, usage)
+                return fit
         return _dynamic(
             fit,
             node=node,
@@ -237,6 +258,12 @@ class Placement:
             dra=self.dra,
             gpu=self.gpu,
         )
+
+    def _insufficient(self, fit: NodeFit, health: NodeHealth, usage: NodeUsage | None) -> NodeFit:
+        requests = self.requests
+        fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
+        fit.lazy = lambda: _shortfall_text(health.name, health.allocatable_all, requests, usage)
+        return fit
 
     def _why(self, node: Obj, health: NodeHealth) -> str:
         excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)

@@ -33,3 +33,27 @@ def test_fixture_verdict(case: dict[str, Any]) -> None:
     assert not missing, f"evidence lacks {missing}\n{text}"
     if layer is not None:
         assert report.owner is not None and report.remediation
+
+
+@pytest.mark.parametrize("case", CASES[::3], ids=[c["file"].rsplit(".", 1)[0] for c in CASES[::3]])
+def test_placement_fast_path_agrees_with_the_full_evaluation(
+    case: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Healthy nodes take an inlined path in Placement.fit; it must not change any answer."""
+    import triage.engine as engine
+    from triage.nodehealth import assess_node
+
+    fast = triage(
+        load_snapshot(FIXTURES / case["file"]), namespace=case["namespace"], name=case["name"]
+    )
+
+    def never_clean(*args: Any, **kwargs: Any) -> Any:
+        health = assess_node(*args, **kwargs)
+        health.clean = False
+        return health
+
+    monkeypatch.setattr(engine, "assess_node", never_clean)
+    full = triage(
+        load_snapshot(FIXTURES / case["file"]), namespace=case["namespace"], name=case["name"]
+    )
+    assert fast.model_dump(exclude={"generated_at"}) == full.model_dump(exclude={"generated_at"})

@@ -51,6 +51,14 @@ def test_mig_reconfiguration_failed() -> None:
     assert "device-plugin.mig-config-failed" in r.finding(Layer.DEVICE_PLUGIN).codes
 
 
+def test_whole_gpu_advertised_as_zero_on_a_mixed_mig_node() -> None:
+    n = node("a1", gpus=8, allocatable=0, extra_resources={"nvidia.com/mig-1g.10gb": "56"})
+    n["status"]["capacity"]["nvidia.com/gpu"] = "0"  # healthy node, the count is simply 0
+    r = run(n, operator_pods("a1"), pod("train"))
+    assert r.failing_layer == Layer.DEVICE_PLUGIN
+    assert "device-plugin.mig-only" in r.finding(Layer.DEVICE_PLUGIN).codes
+
+
 def test_mig_profile_the_node_is_not_partitioned_for() -> None:
     n = _no_gpus(node("a1", extra_resources={"nvidia.com/mig-1g.10gb": "56"}))
     r = run(n, operator_pods("a1"), pod("train", resource="nvidia.com/mig-3g.40gb"))
