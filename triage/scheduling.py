@@ -58,12 +58,6 @@ _EXCLUSION_CODE = {
 }
 
 
-def _exclusion_summary(fits: list[NodeFit], total: int) -> str:
-    counts = Counter(f.exclusion for f in fits if f.exclusion)
-    parts = [f"{n} {cat}" for cat, n in counts.most_common()]
-    return f"0/{total} nodes can take the pod: " + ", ".join(parts)
-
-
 def scheduling_signals(
     *,
     pod: Obj,
@@ -152,12 +146,26 @@ def scheduling_signals(
                 )
             )
 
-    # 2. Nodes the pod could never use: their lower-layer problems are side findings.
+    # 2. Nodes the pod could never use: their lower-layer problems are side findings. One
+    # pass also gathers what step 3 needs (this loop sees every node of the cluster).
+    counts: Counter[str] = Counter()
+    gpu_counts: Counter[str] = Counter()
+    examples: dict[str, list[NodeFit]] = defaultdict(list)  # first GPU nodes per reason
+    other_examples: dict[str, list[NodeFit]] = defaultdict(list)
     for f in fits:
-        if f.exclusion is None:
+        category = f.exclusion
+        if category is None:
             continue
+        counts[category] += 1
         h = healths.get(f.node)
-        if h is None or not h.gpu_node or (h.driver.ok and h.plugin.ok):
+        if h is None or not h.gpu_node:
+            if len(other_examples[category]) < 3:
+                other_examples[category].append(f)
+            continue
+        gpu_counts[category] += 1
+        if len(examples[category]) < 3:
+            examples[category].append(f)
+        if h.driver.ok and h.plugin.ok:
             continue
         for layer, verdict in ((Layer.DRIVER, h.driver), (Layer.DEVICE_PLUGIN, h.plugin)):
             if not verdict.ok:
@@ -165,7 +173,7 @@ def scheduling_signals(
                     Signal(
                         layer,
                         verdict.code,
-                        f"{verdict.text} (this pod cannot use that node anyway: {f.exclusion})",
+                        f"{verdict.text} (this pod cannot use that node anyway: {category})",
                         blocking=False,
                         detail=verdict.detail,
                         nodes=[f.node],
@@ -175,27 +183,25 @@ def scheduling_signals(
 
     # 3. No candidate at all: a scheduling constraint excludes every node.
     if not candidates:
-        counts = Counter(f.exclusion for f in fits if f.exclusion)
-        gpu_nodes = [f for f in fits if healths.get(f.node) and healths[f.node].gpu_node]
-        gpu_counts = Counter(f.exclusion for f in gpu_nodes)
-        if not fits or (gpu and not gpu_nodes):
+        if not fits or (gpu and not gpu_counts):
             code = "scheduling.no-gpu-nodes"
         else:
-            top = (gpu_counts or counts).most_common(1)[0][0] or ""
+            top = (gpu_counts or counts).most_common(1)[0][0]
             code = _EXCLUSION_CODE.get(
                 top,
                 "scheduling.untolerated-taint"
                 if top.startswith("untolerated")
                 else "scheduling.selector-mismatch",
             )
-        evidence = [_exclusion_summary(fits, total_nodes)]
-        by_cat: dict[str, list[NodeFit]] = defaultdict(list)
-        for f in gpu_nodes or fits:
-            by_cat[f.exclusion or ""].append(f)
-        for group in by_cat.values():
-            evidence.extend(g.exclusion_text for g in group[:3])
-            if len(group) > 3:
-                evidence.append(f"… {len(group) - 3} more node(s) with the same reason")
+        parts = [f"{n} {cat}" for cat, n in counts.most_common()]
+        evidence = [f"0/{total_nodes} nodes can take the pod: " + ", ".join(parts)]
+        shown, tally = (examples, gpu_counts) if gpu_counts else (other_examples, counts)
+        for category, group in shown.items():
+            evidence.extend(g.exclusion_text for g in group)
+            if tally[category] > len(group):
+                evidence.append(
+                    f"… {tally[category] - len(group)} more node(s) with the same reason"
+                )
         if sched_line:
             evidence.insert(0, sched_line)
         signals.append(
