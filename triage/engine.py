@@ -172,14 +172,21 @@ class _Run:
         table = self._health_table
         name = name or name_of(node)
         hit = table.get(name)
-        if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
-            return hit[3]  # type: ignore[no-any-return]
+        if hit is not None and hit[0] is node and hit[2] == minute:
+            if hit[1] is view:
+                return hit[3]  # type: ignore[no-any-return]
+            # Some operator pod somewhere changed (a new view): this node's verdict still
+            # holds if its own operator pods and the cluster-wide flags did not change.
+            pods = view.node_pods(name)
+            if hit[1].flags == view.flags and _same(hit[4], pods):
+                table[name] = (node, view, minute, hit[3], pods)
+                return hit[3]  # type: ignore[no-any-return]
         health = assess_node(
             node, view, now=self.now, grace_minutes=self.config.node_join_grace_minutes
         )
         # Equal signatures become one object, so a node pool's nodes match by identity.
         health.signature = self._signatures.setdefault(health.signature, health.signature)
-        table[name] = (node, view, minute, health)
+        table[name] = (node, view, minute, health, view.node_pods(name))
         return health
 
     def _node_labels(self, node: str) -> dict[str, str]:
@@ -230,7 +237,7 @@ class _Run:
             name = node["metadata"]["name"]
             hit = table.get(name)
             if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
-                health = hit[3]
+                health = hit[3]  # the common case, checked inline (see _assess)
             else:
                 health = self._assess(node, view, name=name)
             healths[name] = health
@@ -328,3 +335,7 @@ def _job_done(job: Obj) -> bool:
         c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
         for c in (job.get("status") or {}).get("conditions") or []
     )
+
+
+def _same(a: tuple[Obj, ...], b: tuple[Obj, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))

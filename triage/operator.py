@@ -98,6 +98,19 @@ class OperatorView:
             view.policy_state = (policies[0].get("status") or {}).get("state")
         return view
 
+    @property
+    def flags(self) -> tuple[str, bool, bool, bool]:
+        """What, besides a node's own operator pods, its health depends on."""
+        return (self.namespace, self.installed, self.driver_enabled, self.plugin_enabled)
+
+    def node_pods(self, node: str) -> tuple[Obj, ...]:
+        """All operator pods on the node, in a stable order (for change detection)."""
+        return tuple(
+            p
+            for comp in sorted(self.pods_by_node.get(node, {}))
+            for p in self.pods_by_node[node][comp]
+        )
+
     def pods(self, node: str, component: str) -> list[Obj]:
         return self.pods_by_node.get(node, {}).get(component, [])
 

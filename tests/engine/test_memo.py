@@ -1,0 +1,58 @@
+"""Node health is remembered between triages of a long-lived source (the bot's cache) and
+recomputed exactly where the cluster changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import triage.engine as engine
+from tests.engine.mini import cluster, node, operator_pods, pod
+from triage import Layer, MemorySource, triage
+
+
+def test_health_is_reused_until_the_node_or_its_operator_pods_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nodes = [node("a1"), node("a2"), node("a3")]
+    ops = {n["metadata"]["name"]: operator_pods(n["metadata"]["name"]) for n in nodes}
+    full = [
+        pod(f"busy-{i}", ns="team-b", gpus=8, node_name=f"a{i}", phase="Running") for i in (1, 2, 3)
+    ]
+    first = cluster(*nodes, *ops.values(), *full, pod("train"))
+
+    calls: list[str] = []
+    real = engine.assess_node
+
+    def counting(node_obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        calls.append(node_obj["metadata"]["name"])
+        return real(node_obj, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "assess_node", counting)
+    assert triage(first, namespace="team-a", name="train").failing_layer == Layer.SCHEDULING
+    assert sorted(calls) == ["a1", "a2", "a3"]
+    calls.clear()
+    assert triage(first, namespace="team-a", name="train").failing_layer == Layer.SCHEDULING
+    assert calls == []  # nothing changed: nothing recomputed
+
+    # The driver on a2 starts crash-looping and a2 loses its GPUs; the same memo carries over.
+    crashed = {**ops, "a2": operator_pods("a2", driver="crash")}
+    a2 = node("a2")
+    for key in ("capacity", "allocatable"):
+        a2["status"][key].pop("nvidia.com/gpu")
+    second = MemorySource(
+        [
+            nodes[0],
+            a2,
+            nodes[2],
+            *[p for group in crashed.values() for p in group],
+            *full,
+            pod("train"),
+            *first.objects("Namespace"),
+        ]
+    )
+    second.memo = first.memo
+    report = triage(second, namespace="team-a", name="train")
+    assert calls == ["a2"]  # a1 and a3 kept their verdicts
+    assert report.failing_layer == Layer.DRIVER  # a1, a3 full; a2 cannot see its GPUs
