@@ -26,8 +26,6 @@ from triage.model import Layer
 from triage.nodehealth import NodeHealth, expected_gpu_count
 from triage.source import NodeUsage, Obj
 
-_NOTHING: dict[str, int] = {}
-
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.
 SYSTEM_NAMESPACES = (
     "kube-system/",
@@ -186,7 +184,7 @@ class Placement:
         self.pod, self.requests, self.dra = pod, requests, dra
         self.only_nodes = only_nodes  # DRA: nodes publishing devices for the pod's claims
         self.gpu = wants_gpu(pod, requests)
-        self.request_items = tuple(requests.items())
+        self.gpu_resources = tuple(r for r in requests if r.startswith("nvidia.com/"))
         spec = pod.get("spec") or {}
         terms = required_affinity_terms(pod) or []
         self.per_node = bool(spec.get("nodeName")) or any(t.get("matchFields") for t in terms)
@@ -231,24 +229,17 @@ class Placement:
                 fit.why = lambda: self._why(node, health)
                 return fit
             fit.gfd_labels_missing = gfd_missing
-        if health.clean and self.dra is None and not fit.gfd_labels_missing:
-            # The common case on a big cluster, inlined: a healthy node the pod may use, so
-            # only its free resources matter.
-            alloc = health.allocatable_all
-            used = usage.requests if usage is not None else _NOTHING
-            for res, want in self.request_items:
-                have = alloc.get(res)
-                if not have and res.startswith("nvidia.com/"):
-                    break  # not offered here: the device-plugin logic explains why
-                if have is None:
-                    continue
-                if want > have - used.get(res, 0):
-                    return self._insufficient(fit, health, usage)
-            else:
-                pods = alloc.get("pods")
-                if pods is not None and usage is not None and len(usage.pods) >= pods:
-                    return self._insufficient(fit, health, usage)
-                return fit
+        if (
+            health.clean
+            and self.dra is None
+            and not fit.gfd_labels_missing
+            and all(health.allocatable_all.get(res) for res in self.gpu_resources)
+        ):
+            # The common case on a big cluster: a healthy node that offers what the pod asks
+            # for, so only its free resources matter.
+            if _short(health.allocatable_all, self.requests, usage):
+                _insufficient(fit, health, self.requests, usage)
+            return fit
         return _dynamic(
             fit,
             node=node,
@@ -259,28 +250,9 @@ class Placement:
             gpu=self.gpu,
         )
 
-    def _insufficient(self, fit: NodeFit, health: NodeHealth, usage: NodeUsage | None) -> NodeFit:
-        requests = self.requests
-        fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
-        fit.lazy = lambda: _shortfall_text(health.name, health.allocatable_all, requests, usage)
-        return fit
-
     def _why(self, node: Obj, health: NodeHealth) -> str:
         excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
         return excl[1]() if excl is not None and excl[1] is not None else ""
-
-
-def evaluate_node(
-    *,
-    pod: Obj,
-    node: Obj,
-    health: NodeHealth,
-    requests: Mapping[str, int],
-    usage: NodeUsage | None,
-    dra: DraCheck | None = None,
-) -> NodeFit:
-    """One node against one pod (see `Placement` for all nodes at once)."""
-    return Placement(pod=pod, requests=requests, dra=dra).fit(node, health, usage)
 
 
 def _dynamic(
@@ -321,9 +293,15 @@ def _dynamic(
         )
         return fit
     if _short(health.allocatable_all, requests, usage):
-        fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
-        fit.lazy = lambda: _shortfall_text(name, health.allocatable_all, requests, usage)
+        _insufficient(fit, health, requests, usage)
     return fit
+
+
+def _insufficient(
+    fit: NodeFit, health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
+) -> None:
+    fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
+    fit.lazy = lambda: _shortfall_text(health.name, health.allocatable_all, requests, usage)
 
 
 def _short(alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None) -> bool:

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from triage.config import EngineConfig
-from triage.kubeobj import gpu_requests, name_of
+from triage.kubeobj import gpu_requests, name_of, pod_requests
 from triage.model import LAYER_ORDER, Layer, PodRef, TriageReport
+from triage.placement import wants_gpu
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.source import ClusterSource, ForbiddenError
@@ -49,13 +50,11 @@ def assemble(
     now: datetime | None,
 ) -> TriageReport:
     subject = target.subject
-    wants_gpu = subject is not None and (
-        bool(gpu_requests(subject)) or bool((subject.get("spec") or {}).get("resourceClaims"))
-    )
+    gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
     findings = []
     for layer in LAYER_ORDER:
         skipped = None
-        if not wants_gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
+        if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
             skipped = "the pod requests no NVIDIA resources"
         findings.append(
             build_finding(

@@ -187,7 +187,7 @@ class MemorySource:
             found is None
             and kind == "Namespace"
             and not self._by_kind["Namespace"]
-            and any(ns == name for objs in self._by_kind.values() for ns, _ in objs)
+            and any(name in by_ns for by_ns in self._by_ns.values())
         ):
             return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
         return found
