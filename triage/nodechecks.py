@@ -19,7 +19,7 @@ from pydantic import Field
 from triage.config import EngineConfig
 from triage.kubeobj import GPU, MIG_PREFIX, condition_true, labels, name_of, taint_str
 from triage.model import Frozen, Layer, OwnerRoute
-from triage.nodehealth import NodeHealth, assess_node
+from triage.nodehealth import NodeHealth, assess_node, sharing_note
 from triage.operator import (
     PREINSTALLED,
     OperatorView,
@@ -256,8 +256,12 @@ def _labels(node: Obj, health: NodeHealth) -> Check:
         )
     count = lab["nvidia.com/gpu.count"]
     capacity = health.capacity.get(GPU)
+    shared = sharing_note(node)
+    if shared:
+        evidence.append(shared)  # Capacity counts replicas: a count mismatch is expected
     if (
-        capacity is not None
+        not shared
+        and capacity is not None
         and count.isdigit()
         and int(count) != capacity
         and not health.mig_resources

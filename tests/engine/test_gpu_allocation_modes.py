@@ -185,3 +185,14 @@ def test_validator_stuck_while_components_healthy_is_a_contradiction() -> None:
     )
     assert r.failing_layer == Layer.SCHEDULING
     assert "stuck at cuda-validation" in r.finding(Layer.DRIVER).summary
+
+
+def test_verification_does_not_flag_time_sliced_capacity() -> None:
+    from triage.verify import CheckStatus, verify_node
+
+    shared = {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    n = node("a1", gpus=32, extra_labels=shared)
+    n["metadata"]["labels"]["nvidia.com/gpu.count"] = "8"
+    labels_check = verify_node(cluster(n, operator_pods("a1")), "a1").check("labels")
+    assert labels_check.status == CheckStatus.PASS
+    assert any("time-slicing with 4 replicas" in e for e in labels_check.evidence)
