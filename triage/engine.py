@@ -17,7 +17,7 @@ from triage.model import Layer, TriageReport
 from triage.names import validate_name, validate_namespace
 from triage.nodehealth import NodeHealth, assess_node
 from triage.operator import OperatorView
-from triage.placement import DraCheck, NodeFit, Placement
+from triage.placement import DraCheck, Placement
 from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
 from triage.quota import QuotaInput, run_quota_checks
@@ -67,7 +67,6 @@ class _Run:
         self.unknowns: list[Unknown] = []
         self.notes: list[str] = []
         self.headline: str | None = None
-        self.fits: list[NodeFit] = []
         self.ok_summaries: dict[Layer, str] = {}
 
     # --- reading, with a missing permission turning into an 'unknown' layer ---------------
@@ -228,29 +227,21 @@ class _Run:
         view = self._operator_view()
         dra_check, dra_nodes = self._dra(pod)
         placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
-        healths: dict[str, NodeHealth] = {}
-        self.fits = []
-        # The hot loop of a triage (every node, every time): locals and an inlined memo check.
-        table, minute, fit, usage_of = self._health_table, self._minute, placement.fit, usage.get
-        fits = self.fits
+        # Every node, every triage: the memo check of `_assess` inlined for the common case.
+        table, minute, assess = self._health_table, self._minute, self._assess
+        healths = []
         for node in nodes:
             name = node["metadata"]["name"]
             hit = table.get(name)
             if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
-                health = hit[3]  # the common case, checked inline (see _assess)
+                healths.append(hit[3])
             else:
-                health = self._assess(node, view, name=name)
-            healths[name] = health
-            fits.append(fit(node, health, usage_of(name)))
+                healths.append(assess(node, view, name=name))
+        evaluation = placement.evaluate(nodes, healths, usage)
         signals = scheduling_signals(
-            pod=pod,
-            fits=self.fits,
-            healths=healths,
-            gpu=gpu_requests(pod),
-            events=events,
-            total_nodes=len(nodes),
+            pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod), events=events
         )
-        summary = placement_summary(self.fits)
+        summary = placement_summary(evaluation)
         if summary:
             self.ok_summaries[Layer.SCHEDULING] = summary
         if not blocking:  # no pod exists yet: admission decides; placement is a look-ahead

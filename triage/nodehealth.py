@@ -41,8 +41,9 @@ class NodeHealth:
     notes: list[str] = field(default_factory=list)
     joining: str | None = None  # GPUs not registered yet, within the grace period after Ready
     contradiction: list[str] = field(default_factory=list)  # validator vs component pods
-    # Everything besides labels that decides whether a pod could ever use the node: nodes
-    # with equal signatures (a node pool) are judged once per triage.
+    # Everything besides labels that decides whether a pod could ever use the node, and
+    # whether its problems are side findings: nodes with equal signatures (a node pool) are
+    # judged once per triage.
     signature: tuple[object, ...] = ()
     signature_hash: int = 0
     # Healthy, schedulable and every NVIDIA device allocatable: only free resources can
@@ -247,6 +248,7 @@ def assess_node(
     health.signature = (
         health.gpu_node,
         health.driver.ok,
+        health.plugin.ok,
         taints,
         tuple(sorted(health.allocatable_all.items())),
         tuple(sorted(capacity.items())),

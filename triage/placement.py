@@ -44,11 +44,10 @@ HEALTH_TAINTS = (
 
 
 class NodeFit:
-    """One node judged for one pod. Attributes default at class level: one of these is made
-    per node per triage, and most nodes only ever set `exclusion` and `why`."""
+    """What blocks the pod, now, on one node it could use. Made only for nodes off the fast
+    path (broken, cordoned, joining) and for those a report describes; attributes default at
+    class level."""
 
-    exclusion: str | None = None  # category when the pod could never use the node
-    why: Callable[[], str] | None = None
     layer: Layer | None = None  # lowest layer blocking the pod here now; None = usable
     code: str = ""
     text: str = ""
@@ -61,7 +60,7 @@ class NodeFit:
         self.node = node
 
     def __repr__(self) -> str:
-        return f"NodeFit({self.node!r}, exclusion={self.exclusion!r}, layer={self.layer}, code={self.code!r})"
+        return f"NodeFit({self.node!r}, layer={self.layer}, code={self.code!r})"
 
     def describe(self) -> tuple[str, list[str] | tuple[str, ...]]:
         """(text, operator-only detail) of what blocks the pod here, built on first use."""
@@ -69,18 +68,6 @@ class NodeFit:
             self.text, self.detail = self.lazy()
             self.lazy = None
         return self.text, self.detail
-
-    @property
-    def exclusion_text(self) -> str:
-        return self.why() if self.why is not None else ""
-
-    @property
-    def candidate(self) -> bool:
-        return self.exclusion is None
-
-    @property
-    def usable(self) -> bool:
-        return self.candidate and self.layer is None and self.joining is None
 
 
 def wants_gpu(pod: Obj, requests: Mapping[str, int]) -> bool:
@@ -165,13 +152,57 @@ def _static_exclusion(
     return None if not gfd_missing else ("", None, True)
 
 
+NO_DRA = "no DRA devices"  # the exclusion of nodes publishing nothing the pod's claims match
 DraCheck = Callable[[str], "tuple[Layer, str, str] | None"]
+
+
+class _Class:
+    """The verdict for one node class (equal signature and selector labels): whether the pod
+    could ever use such a node, and where its nodes go."""
+
+    __slots__ = ("category", "excluded", "fast", "gfd_missing", "limits", "side", "signature")
+
+    def __init__(self, signature: object) -> None:
+        self.signature = signature
+        self.excluded: list[tuple[Obj, NodeHealth]] | None = None  # where excluded nodes go
+        self.side = False  # excluded GPU nodes with a broken driver or plugin: side findings
+        self.category = ""
+        self.gfd_missing = False
+        self.fast = False  # a clean node of this class needs only the free-resources check
+        # (resource, requested, allocatable) for the fast check; requests beyond allocatable
+        # are already excluded as "too small".
+        self.limits: tuple[tuple[str, int, int], ...] = ()
+
+
+class Evaluation:
+    """Every node judged for one pod, sorted into what the report needs, in node order."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.candidates = 0  # nodes the pod could use
+        self.usable: list[str] = []  # ... and can use now
+        self.blocked: list[NodeFit] = []  # ... blocked at some layer, except by free resources
+        self.short: list[tuple[NodeHealth, NodeUsage | None]] = []  # ... short of free resources
+        self.joining: list[NodeFit] = []  # ... GPUs expected within minutes
+        self.contradictions: list[NodeHealth] = []  # candidates whose validator disagrees
+        # (category, is a GPU node) -> nodes the pod could never use, in order of first sight
+        self.excluded: dict[tuple[str, bool], list[tuple[Obj, NodeHealth]]] = {}
+        self.side: list[tuple[str, NodeHealth]] = []  # broken GPU nodes among the excluded
+
+    def short_fits(self, requests: Mapping[str, int], count: int) -> list[NodeFit]:
+        """The first `count` nodes short of free resources, as fits that can describe it."""
+        out = []
+        for health, usage in self.short[:count]:
+            fit = NodeFit(health.name)
+            _insufficient(fit, health, requests, usage)
+            out.append(fit)
+        return out
 
 
 class Placement:
     """Evaluates every node for one pod. Whether a node could ever take the pod depends only on
-    its signature and the labels the pod's selectors mention, so each node pool is judged once
-    and the per-node work is left to the nodes that pass (5,000 nodes, one triage)."""
+    its signature and the labels the pod's selectors mention, so each node class is judged
+    once and the per-node work is left to the nodes that pass (5,000 nodes, one triage)."""
 
     def __init__(
         self,
@@ -191,68 +222,113 @@ class Placement:
         keys = list((spec.get("nodeSelector") or {}).keys())
         keys += [e.get("key", "") for t in terms for e in t.get("matchExpressions") or []]
         self.keys = tuple(dict.fromkeys(keys))
-        self._classes: dict[object, tuple[object, tuple[str, bool] | None]] = {}
 
-    def _static(self, node: Obj, health: NodeHealth) -> tuple[str, bool] | None:
-        if self.per_node:
-            excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
-            return None if excl is None else (excl[0], excl[2])
-        # Keyed by the signature's precomputed hash (hashing the tuple again for every node
-        # costs more than the rest of this loop); a hit is confirmed by the signature itself.
-        if self.keys:
-            node_labels = node["metadata"].get("labels") or {}
-            key: object = (health.signature_hash, tuple(map(node_labels.get, self.keys)))
-        else:
-            key = health.signature_hash
-        hit = self._classes.get(key)
-        if hit is None or not (hit[0] is health.signature or hit[0] == health.signature):
-            excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
-            hit = self._classes[key] = (
-                health.signature,
-                None if excl is None else (excl[0], excl[2]),
+    def evaluate(
+        self, nodes: list[Obj], healths: list[NodeHealth], usage: Mapping[str, NodeUsage]
+    ) -> Evaluation:
+        """Judge `nodes` (with their health, same order) against the pod."""
+        out = Evaluation()
+        out.total = len(nodes)
+        classes: dict[object, _Class] = {}
+        keys, only, dra = self.keys, self.only_nodes, self.dra
+        usable, short, usage_of = out.usable, out.short, usage.get
+        # The hot loop: one pass over every node of the cluster on every triage.
+        for node, health in zip(nodes, healths, strict=True):
+            name = health.name
+            if only is not None and name not in only:
+                out.excluded.setdefault((NO_DRA, health.gpu_node), []).append((node, health))
+                if health.gpu_node and not (health.driver.ok and health.plugin.ok):
+                    out.side.append((NO_DRA, health))
+                continue
+            if self.per_node:
+                klass = self._classify(node, health, out)
+            else:
+                # Interned signatures: equal ones are one object, so its id names the class
+                # (the class holds the signature, so the id is not reused meanwhile).
+                key: object = id(health.signature)
+                if keys:
+                    node_labels = node["metadata"].get("labels") or {}
+                    key = (key, *map(node_labels.get, keys))
+                klass = classes.get(key) or classes.setdefault(
+                    key, self._classify(node, health, out)
+                )
+            excluded = klass.excluded
+            if excluded is not None:
+                excluded.append((node, health))
+                if klass.side:
+                    out.side.append((klass.category, health))
+                continue
+            out.candidates += 1
+            if health.contradiction:
+                out.contradictions.append(health)
+            use = usage_of(name)
+            if klass.fast and health.clean:
+                # The common case on a big cluster: a healthy node that offers what the pod
+                # asks for, so only its free resources matter.
+                if use is None:
+                    usable.append(name)
+                    continue
+                used = use.requests
+                for res, want, alloc in klass.limits:
+                    if want > alloc - used.get(res, 0):
+                        short.append((health, use))
+                        break
+                else:
+                    pods = health.allocatable_all.get("pods")
+                    if pods is not None and len(use.pods) >= pods:
+                        short.append((health, use))
+                    else:
+                        usable.append(name)
+                continue
+            fit = NodeFit(name)
+            fit.gfd_labels_missing = klass.gfd_missing
+            _dynamic(
+                fit,
+                node=node,
+                health=health,
+                requests=self.requests,
+                usage=use,
+                dra=dra,
+                gpu=self.gpu,
             )
-        return hit[1]
+            if fit.joining is not None:
+                out.joining.append(fit)
+            elif fit.code == "scheduling.insufficient":
+                short.append((health, use))
+            elif fit.layer is not None:
+                out.blocked.append(fit)
+            else:
+                usable.append(name)
+        return out
 
-    def fit(self, node: Obj, health: NodeHealth, usage: NodeUsage | None) -> NodeFit:
-        fit = NodeFit(health.name)
-        if self.only_nodes is not None and health.name not in self.only_nodes:
-            fit.exclusion = "no DRA devices"
-            fit.why = lambda: (
-                f"node {health.name} publishes no devices for the pod's ResourceClaims"
-            )
-            return fit
-        static = self._static(node, health)
-        if static is not None:
-            category, gfd_missing = static
-            if category:
-                fit.exclusion = category
-                fit.why = lambda: self._why(node, health)
-                return fit
-            fit.gfd_labels_missing = gfd_missing
-        if (
-            health.clean
-            and self.dra is None
-            and not fit.gfd_labels_missing
-            and all(health.allocatable_all.get(res) for res in self.gpu_resources)
-        ):
-            # The common case on a big cluster: a healthy node that offers what the pod asks
-            # for, so only its free resources matter.
-            if _short(health.allocatable_all, self.requests, usage):
-                _insufficient(fit, health, self.requests, usage)
-            return fit
-        return _dynamic(
-            fit,
-            node=node,
-            health=health,
-            requests=self.requests,
-            usage=usage,
-            dra=self.dra,
-            gpu=self.gpu,
-        )
-
-    def _why(self, node: Obj, health: NodeHealth) -> str:
+    def _classify(self, node: Obj, health: NodeHealth, out: Evaluation) -> _Class:
+        klass = _Class(health.signature)
         excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
-        return excl[1]() if excl is not None and excl[1] is not None else ""
+        if excl is not None and excl[0]:
+            klass.category = excl[0]
+            klass.excluded = out.excluded.setdefault((excl[0], health.gpu_node), [])
+            klass.side = health.gpu_node and not (health.driver.ok and health.plugin.ok)
+            return klass
+        klass.gfd_missing = excl is not None and excl[2]
+        alloc = health.allocatable_all
+        klass.fast = (
+            self.dra is None
+            and not klass.gfd_missing
+            and all(alloc.get(res) for res in self.gpu_resources)
+        )
+        klass.limits = tuple(
+            (res, want, alloc[res])
+            for res, want in sorted(self.requests.items(), key=lambda kv: kv[0] != GPU)
+            if res in alloc
+        )
+        return klass
+
+    def exclusion_text(self, category: str, node: Obj, health: NodeHealth) -> str:
+        """Why the pod could never use `node` (one line, for the examples in a report)."""
+        excl = _static_exclusion(self.pod, node, health, self.requests, self.gpu)
+        if category == NO_DRA or excl is None or excl[1] is None:
+            return f"node {health.name} publishes no devices for the pod's ResourceClaims"
+        return excl[1]()
 
 
 def _dynamic(

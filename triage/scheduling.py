@@ -13,8 +13,7 @@ from collections import Counter, defaultdict
 
 from triage.kubeobj import Event
 from triage.model import Layer
-from triage.nodehealth import NodeHealth
-from triage.placement import NodeFit
+from triage.placement import Evaluation, NodeFit, Placement
 from triage.scheduler import latest_failed_scheduling, parse
 from triage.signals import Signal
 from triage.source import Obj
@@ -61,46 +60,44 @@ _EXCLUSION_CODE = {
 def scheduling_signals(
     *,
     pod: Obj,
-    fits: list[NodeFit],
-    healths: dict[str, NodeHealth],
+    placement: Placement,
+    nodes: Evaluation,
     gpu: dict[str, int],
     events: list[Event],
-    total_nodes: int,
 ) -> list[Signal]:
     signals: list[Signal] = []
-    candidates = [f for f in fits if f.exclusion is None]
-    usable = [f for f in candidates if f.usable]
-    joining = [f for f in candidates if f.joining]
+    usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
 
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
 
     # 1. Candidates blocked at some layer: one signal per (layer, code), with per-node evidence.
+    # With a node free now, other candidates being full or cordoned explains nothing.
     by_code: dict[str, list[NodeFit]] = defaultdict(list)
-    for f in candidates:
-        # With a node free now, other candidates being full or cordoned explains nothing.
-        if f.layer is not None and (blocked_now or f.layer != Layer.SCHEDULING):
+    for f in nodes.blocked:
+        if blocked_now or f.layer != Layer.SCHEDULING:
             by_code[f.code].append(f)
-    for code, group in sorted(
-        by_code.items(),
-        key=lambda kv: (
-            kv[1][0].layer.rank if kv[1][0].layer else 9,
-            kv[0] not in _FIRST,
-            -len(kv[1]),
-            kv[0],
-        ),
+    groups: list[tuple[Layer, str, int, list[NodeFit], list[str]]] = [
+        (g[0].layer, code, len(g), g, [f.node for f in g])
+        for code, g in by_code.items()
+        if g[0].layer is not None
+    ]
+    if blocked_now and nodes.short:
+        shown = nodes.short_fits(placement.requests, SHOWN)
+        names = [h.name for h, _ in nodes.short]
+        groups.append((Layer.SCHEDULING, "scheduling.insufficient", len(names), shown, names))
+    for layer, code, n, group, names in sorted(
+        groups, key=lambda g: (g[0].rank, g[1] not in _FIRST, -g[2], g[1])
     ):
-        layer = group[0].layer
-        assert layer is not None
         template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
-        summary = template.format(n=len(group), c=len(candidates))
+        summary = template.format(n=n, c=nodes.candidates)
         if not blocked_now:
             summary += f" (but {len(usable)} other node(s) can take it)"
         described = [f.describe() for f in group[:SHOWN]]
         evidence = [text for text, _ in described]
-        if len(group) > SHOWN:
-            evidence.append(f"… and {len(group) - SHOWN} more node(s) with the same reason")
+        if n > SHOWN:
+            evidence.append(f"… and {n - SHOWN} more node(s) with the same reason")
         if layer == Layer.DRIVER and any(f.gfd_labels_missing for f in group):
             evidence.append(
                 "GPU feature labels are missing on these nodes because the driver is down"
@@ -113,7 +110,7 @@ def scheduling_signals(
                 blocking=blocked_now,
                 evidence=evidence,
                 detail=[d for _, detail in described for d in detail],
-                nodes=[f.node for f in group],
+                nodes=names,
             )
         )
 
@@ -128,62 +125,46 @@ def scheduling_signals(
                 nodes=[f.node for f in joining],
             )
         )
-    for f in candidates:
-        h = healths.get(f.node)
-        if h is not None and h.contradiction:
-            signals.append(
-                Signal(
-                    Layer.DRIVER,
-                    "driver.validator-contradiction",
-                    h.contradiction[0],
-                    blocking=False,
-                    evidence=[
-                        f"driver: {h.driver.text or 'ok'}",
-                        f"device plugin: {h.plugin.text or 'ok'}",
-                    ],
-                    detail=h.driver.detail + h.plugin.detail,
-                    nodes=[f.node],
-                )
+    for h in nodes.contradictions:
+        signals.append(
+            Signal(
+                Layer.DRIVER,
+                "driver.validator-contradiction",
+                h.contradiction[0],
+                blocking=False,
+                evidence=[
+                    f"driver: {h.driver.text or 'ok'}",
+                    f"device plugin: {h.plugin.text or 'ok'}",
+                ],
+                detail=h.driver.detail + h.plugin.detail,
+                nodes=[h.name],
             )
+        )
 
-    # 2. Nodes the pod could never use: their lower-layer problems are side findings. One
-    # pass also gathers what step 3 needs (this loop sees every node of the cluster).
+    # 2. Nodes the pod could never use: their lower-layer problems are side findings.
+    for category, h in nodes.side:
+        verdict = h.driver if not h.driver.ok else h.plugin
+        layer = Layer.DRIVER if not h.driver.ok else Layer.DEVICE_PLUGIN
+        signals.append(
+            Signal(
+                layer,
+                verdict.code,
+                f"{verdict.text} (this pod cannot use that node anyway: {category})",
+                blocking=False,
+                detail=verdict.detail,
+                nodes=[h.name],
+            )
+        )
     counts: Counter[str] = Counter()
     gpu_counts: Counter[str] = Counter()
-    examples: dict[str, list[NodeFit]] = defaultdict(list)  # first GPU nodes per reason
-    other_examples: dict[str, list[NodeFit]] = defaultdict(list)
-    for f in fits:
-        category = f.exclusion
-        if category is None:
-            continue
-        counts[category] += 1
-        h = healths.get(f.node)
-        if h is None or not h.gpu_node:
-            if len(other_examples[category]) < 3:
-                other_examples[category].append(f)
-            continue
-        gpu_counts[category] += 1
-        if len(examples[category]) < 3:
-            examples[category].append(f)
-        if h.driver.ok and h.plugin.ok:
-            continue
-        for layer, verdict in ((Layer.DRIVER, h.driver), (Layer.DEVICE_PLUGIN, h.plugin)):
-            if not verdict.ok:
-                signals.append(
-                    Signal(
-                        layer,
-                        verdict.code,
-                        f"{verdict.text} (this pod cannot use that node anyway: {category})",
-                        blocking=False,
-                        detail=verdict.detail,
-                        nodes=[f.node],
-                    )
-                )
-                break
+    for (category, is_gpu), pool in nodes.excluded.items():
+        counts[category] += len(pool)
+        if is_gpu:
+            gpu_counts[category] += len(pool)
 
     # 3. No candidate at all: a scheduling constraint excludes every node.
-    if not candidates:
-        if not fits or (gpu and not gpu_counts):
+    if not nodes.candidates:
+        if not nodes.total or (gpu and not gpu_counts):
             code = "scheduling.no-gpu-nodes"
         else:
             top = (gpu_counts or counts).most_common(1)[0][0]
@@ -194,14 +175,13 @@ def scheduling_signals(
                 else "scheduling.selector-mismatch",
             )
         parts = [f"{n} {cat}" for cat, n in counts.most_common()]
-        evidence = [f"0/{total_nodes} nodes can take the pod: " + ", ".join(parts)]
-        shown, tally = (examples, gpu_counts) if gpu_counts else (other_examples, counts)
-        for category, group in shown.items():
-            evidence.extend(g.exclusion_text for g in group)
-            if tally[category] > len(group):
-                evidence.append(
-                    f"… {tally[category] - len(group)} more node(s) with the same reason"
-                )
+        evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)]
+        for (category, is_gpu), pool in nodes.excluded.items():
+            if is_gpu != bool(gpu_counts):
+                continue  # GPU nodes make the examples when there are any
+            evidence.extend(placement.exclusion_text(category, n, h) for n, h in pool[:3])
+            if len(pool) > 3:
+                evidence.append(f"… {len(pool) - 3} more node(s) with the same reason")
         if sched_line:
             evidence.insert(0, sched_line)
         signals.append(
@@ -246,14 +226,13 @@ def scheduling_signals(
     return signals
 
 
-def placement_summary(fits: list[NodeFit]) -> str | None:
+def placement_summary(nodes: Evaluation) -> str | None:
     """The scheduling layer's 'ok' line when some node can take the pod now."""
-    candidates = [f for f in fits if f.exclusion is None]
-    usable = [f for f in candidates if f.usable]
+    usable = nodes.usable
     if not usable:
         return None
-    names = ", ".join(f.node for f in usable[:3]) + (" …" if len(usable) > 3 else "")
-    return f"{len(usable)} of {len(candidates)} node(s) matching the pod can take it now ({names})"
+    names = ", ".join(usable[:3]) + (" …" if len(usable) > 3 else "")
+    return f"{len(usable)} of {nodes.candidates} node(s) matching the pod can take it now ({names})"
 
 
 def _no_candidate_summary(code: str, gpu: dict[str, int]) -> str:

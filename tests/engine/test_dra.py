@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import cluster, node, operator_pods, pod
+from tests.engine.mini import H100, cluster, node, operator_pods, pod
 from triage import Layer, TriageReport, triage
 from triage.dra import Device, selector_matches
 
@@ -196,6 +196,31 @@ def test_claim_from_template_not_created_yet() -> None:
     )
     assert r.failing_layer == Layer.SCHEDULING
     assert "ResourceClaimTemplate one-gpu" in r.finding(Layer.SCHEDULING).summary
+
+
+def test_each_excluded_node_is_counted_once_under_one_reason() -> None:
+    # a2 publishes no devices (and would mismatch the selector too); a1 publishes devices but
+    # carries a taint the pod does not tolerate.
+    tainted = plain_node("a1")
+    tainted["metadata"]["labels"]["nvidia.com/gpu.product"] = H100
+    tainted["spec"]["taints"] = [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]
+    p = dra_pod()
+    p["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": H100}
+    r = run(
+        plain_node("a2"),
+        tainted,
+        ops("a1"),
+        ops("a2"),
+        device_class(),
+        slice_("a1", [("gpu-0", "NVIDIA H100 80GB HBM3")]),
+        claim("my-gpu"),
+        p,
+    )
+    assert r.failing_layer == Layer.SCHEDULING
+    counts = next(e for e in r.finding(Layer.SCHEDULING).evidence if e.startswith("0/2 nodes"))
+    assert counts == (
+        "0/2 nodes can take the pod: 1 no DRA devices, 1 untolerated taint dedicated"
+    ), counts
 
 
 def test_driver_failure_outranks_dra_on_the_node() -> None:
