@@ -1,7 +1,8 @@
 """Serve a synthetic cluster on loopback in its own process (so the bench's RSS is the cache's).
 
 Prints one JSON line {"url": ..., "pending": [[ns, name], ...]} once ready, then serves until
-stdin closes.
+stdin closes. A line "churn" on stdin starts changing the cluster at `--churn` changes a second
+(see `bench.churn`); "quiet" stops it and prints {"applied": N}.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import json
 import sys
 
+from bench.churn import Churn, running_pods
 from bench.synth import cluster
 from kube.testing import FakeApiServer
 
@@ -19,13 +21,27 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, required=True)
     parser.add_argument("--pods", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--churn", type=float, default=0.0, help="changes a second on 'churn'")
     args = parser.parse_args()
     objs, pending = cluster(nodes=args.nodes, pods=args.pods, seed=args.seed)
     server = FakeApiServer(objs)
+    churn = Churn(
+        server,
+        nodes=[o["metadata"]["name"] for o in objs if o["kind"] == "Node"],
+        running=running_pods(objs),
+        rate=args.churn,
+        seed=args.seed,
+    )
     del objs
     server.start()
     print(json.dumps({"url": server.url, "pending": pending}), flush=True)
-    sys.stdin.read()
+    for line in sys.stdin:
+        if line.strip() == "churn":
+            churn.start()
+        elif line.strip() == "quiet":
+            churn.stop()
+            print(json.dumps({"applied": churn.applied}), flush=True)
+    churn.stop()
     server.stop()
 
 

@@ -165,9 +165,11 @@ class CachedSource:
         )
 
     def stats(self) -> dict[str, int]:
-        """Objects cached per kind, and API requests sent so far (for metrics and the bench)."""
+        """Objects cached per kind, API requests sent and relists after 410 Gone so far (for
+        metrics and the bench)."""
         out = {kind: len(inf) for kind, inf in self._informers.items()}
         out["api_requests"] = self.client.requests
+        out["relists"] = sum(inf.relists for inf in self._informers.values())
         return out
 
 

@@ -155,6 +155,12 @@ class FakeApiServer:
                 self._record(res, event, obj)
         return obj
 
+    def object(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        """A copy of a stored object (change it and `apply` it), or None."""
+        with self._cond:
+            found = self._res[kind].items.get((namespace or "", name))
+        return None if found is None else json.loads(json.dumps(found[0]))
+
     def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None:
         res = self._res[kind]
         with self._cond:
