@@ -177,7 +177,8 @@ class _Class:
 class Evaluation:
     """Every node judged for one pod, sorted into what the report needs, in node order."""
 
-    def __init__(self) -> None:
+    def __init__(self, requests: Mapping[str, int]) -> None:
+        self.requests = requests
         self.total = 0
         self.candidates = 0  # nodes the pod could use
         self.usable: list[str] = []  # ... and can use now
@@ -189,12 +190,12 @@ class Evaluation:
         self.excluded: dict[tuple[str, bool], list[tuple[Obj, NodeHealth]]] = {}
         self.side: list[tuple[str, NodeHealth]] = []  # broken GPU nodes among the excluded
 
-    def short_fits(self, requests: Mapping[str, int], count: int) -> list[NodeFit]:
+    def short_fits(self, count: int) -> list[NodeFit]:
         """The first `count` nodes short of free resources, as fits that can describe it."""
         out = []
         for health, usage in self.short[:count]:
             fit = NodeFit(health.name)
-            _insufficient(fit, health, requests, usage)
+            _insufficient(fit, health, self.requests, usage)
             out.append(fit)
         return out
 
@@ -227,7 +228,7 @@ class Placement:
         self, nodes: list[Obj], healths: list[NodeHealth], usage: Mapping[str, NodeUsage]
     ) -> Evaluation:
         """Judge `nodes` (with their health, same order) against the pod."""
-        out = Evaluation()
+        out = Evaluation(self.requests)
         out.total = len(nodes)
         classes: dict[object, _Class] = {}
         keys, only, dra = self.keys, self.only_nodes, self.dra

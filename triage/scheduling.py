@@ -84,7 +84,7 @@ def scheduling_signals(
         if g[0].layer is not None
     ]
     if blocked_now and nodes.short:
-        shown = nodes.short_fits(placement.requests, SHOWN)
+        shown = nodes.short_fits(SHOWN)
         names = [h.name for h, _ in nodes.short]
         groups.append((Layer.SCHEDULING, "scheduling.insufficient", len(names), shown, names))
     for layer, code, n, group, names in sorted(
