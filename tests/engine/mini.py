@@ -124,46 +124,49 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": st}
 
 
+def operator_pod(node_name: str, app: str, *, state: str = "ok", name: str | None = None) -> Obj:
+    """One GPU Operator pod on a node: running, crash-looping ("crash") or not ready."""
+    p = pod(
+        name or f"{app}-{node_name}",
+        ns=OPNS,
+        gpus=0,
+        node_name=node_name,
+        phase="Running",
+        selector={},
+        labels={"app": app},
+    )
+    if state in ("crash", "notready"):
+        p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    if state == "crash":
+        p["status"]["containerStatuses"] = [
+            {
+                "name": app,
+                "ready": False,
+                "restartCount": 12,
+                "state": {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "back-off 5m0s restarting failed container",
+                    }
+                },
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 1,
+                        "message": "Could not resolve Linux kernel version",
+                    }
+                },
+            }
+        ]
+    return p
+
+
 def operator_pods(
     node_name: str, *, driver: str = "ok", plugin: str = "ok", toolkit: str = "ok"
 ) -> list[Obj]:
-    def op(app: str, state: str) -> Obj:
-        p = pod(
-            f"{app}-{node_name}",
-            ns=OPNS,
-            gpus=0,
-            node_name=node_name,
-            phase="Running",
-            selector={},
-            labels={"app": app},
-        )
-        if state == "crash":
-            p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-            p["status"]["containerStatuses"] = [
-                {
-                    "name": app,
-                    "ready": False,
-                    "restartCount": 12,
-                    "state": {
-                        "waiting": {
-                            "reason": "CrashLoopBackOff",
-                            "message": "back-off 5m0s restarting failed container",
-                        }
-                    },
-                    "lastState": {
-                        "terminated": {
-                            "exitCode": 1,
-                            "message": "Could not resolve Linux kernel version",
-                        }
-                    },
-                }
-            ]
-        return p
-
     return [
-        op("nvidia-driver-daemonset", driver),
-        op("nvidia-container-toolkit-daemonset", toolkit),
-        op("nvidia-device-plugin-daemonset", plugin),
+        operator_pod(node_name, "nvidia-driver-daemonset", state=driver),
+        operator_pod(node_name, "nvidia-container-toolkit-daemonset", state=toolkit),
+        operator_pod(node_name, "nvidia-device-plugin-daemonset", state=plugin),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import OPNS, namespace, node, pod
+from tests.engine.mini import OPNS, namespace, node, operator_pod
 from triage import MemorySource
 
 Obj = dict[str, Any]
@@ -34,34 +34,7 @@ def gpu_node(name: str, *, runtime: str = "containerd://1.7.22", **kw: Any) -> O
 
 def operand(node_name: str, component: str, *, state: str = "ok") -> Obj:
     app = OPERANDS[component]
-    p = pod(
-        f"{app}-{node_name[-5:]}",
-        ns=OPNS,
-        gpus=0,
-        node_name=node_name,
-        phase="Running",
-        selector={},
-        labels={"app": app},
-    )
-    if state == "crash":
-        p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-        p["status"]["containerStatuses"] = [
-            {
-                "name": app,
-                "ready": False,
-                "restartCount": 9,
-                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s"}},
-                "lastState": {
-                    "terminated": {
-                        "exitCode": 1,
-                        "message": "Could not resolve Linux kernel version",
-                    }
-                },
-            }
-        ]
-    elif state == "notready":
-        p["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    return p
+    return operator_pod(node_name, app, state=state, name=f"{app}-{node_name[-5:]}")
 
 
 def operands(
