@@ -9,7 +9,7 @@ from typing import Any
 
 from gpu_triage.sources import add_cluster_args, add_engine_args, open_source
 from triage import EngineConfig, load_playbook, load_snapshot, triage
-from triage.kubeobj import gpu_requests, name_of, ns_of, owner, pod_problem, pod_requests
+from triage.kubeobj import name_of, ns_of, owner, pod_problem, pod_requests
 from triage.placement import wants_gpu
 from triage.render import to_json, to_text
 from triage.source import ClusterSource
@@ -83,7 +83,7 @@ def stuck_gpu_workloads(source: ClusterSource) -> list[tuple[str, str]]:
     for kind in ("Job", "ReplicaSet"):
         for w in source.objects(kind):
             tpl = {"spec": ((w.get("spec") or {}).get("template") or {}).get("spec") or {}}
-            if not gpu_requests(tpl) or (ns_of(w), name_of(w)) in owners_with_pods:
+            if not wants_gpu(tpl, pod_requests(tpl)) or (ns_of(w), name_of(w)) in owners_with_pods:
                 continue
             status = w.get("status") or {}
             done = any(

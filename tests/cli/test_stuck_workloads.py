@@ -1,0 +1,35 @@
+"""Which workloads `gpu-triage demo` triages: GPU pods not running, and GPU workloads that
+created no pods (quota rejected them, or a queue holds them), however they ask for GPUs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_triage.cmd_triage import stuck_gpu_workloads
+from tests.engine.mini import cluster, pod
+
+
+def job(name: str, template: dict[str, Any], *, complete: bool = False) -> dict[str, Any]:
+    conditions = [{"type": "Complete", "status": "True"}] if complete else []
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"template": {"spec": template}},
+        "status": {"conditions": conditions},
+    }
+
+
+def test_podless_jobs_asking_for_gpus_through_limits_or_dra_claims_are_listed() -> None:
+    limits = pod("x", gpus=2)["spec"]
+    claims = pod("x", gpus=0)["spec"] | {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    }
+    cpu_only = pod("x", gpus=0)["spec"]
+    source = cluster(
+        job("extended", limits),
+        job("dra", claims),
+        job("done", limits, complete=True),
+        job("cpu", cpu_only),
+    )
+    assert stuck_gpu_workloads(source) == [("team-a", "dra"), ("team-a", "extended")]
