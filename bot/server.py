@@ -48,9 +48,11 @@ class Router:
         *,
         metrics: Callable[[], tuple[bytes, str]],
         slack: bool = True,
+        not_ready: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.app = app
         self.metrics = metrics
+        self.not_ready = not_ready
         self.slack = SlackRequestHandler(app, path=SLACK_PATH) if slack else None
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -59,8 +61,9 @@ class Router:
         if path in ("/healthz", "/livez") and method in ("GET", "HEAD"):
             return _plain(start_response, "200 OK", b"ok\n")
         if path == "/readyz" and method in ("GET", "HEAD"):
-            if self.app.pool.closed:
-                return _plain(start_response, "503 Service Unavailable", b"shutting down\n")
+            why = "shutting down" if self.app.pool.closed else self.not_ready()
+            if why:
+                return _plain(start_response, "503 Service Unavailable", f"{why}\n".encode())
             return _plain(start_response, "200 OK", b"ready\n")
         if path == "/metrics" and method == "GET":
             body, content_type = self.metrics()
@@ -87,9 +90,10 @@ class Server:
         port: int,
         metrics: Callable[[], tuple[bytes, str]],
         app_token: str | None = None,
+        not_ready: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.app = app
-        self.router = Router(app, metrics=metrics, slack=app_token is None)
+        self.router = Router(app, metrics=metrics, slack=app_token is None, not_ready=not_ready)
         self.httpd = make_server(
             host, port, self.router, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
         )

@@ -11,16 +11,18 @@ import argparse
 import logging
 import os
 import signal
+from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from gpu_triage.errors import UserError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from assist.ask import Assistant
     from gpu_triage.service import TriageService
+    from kube.cache import CachedSource
     from triage import ClusterSource
 
 log = logging.getLogger(__name__)
@@ -82,17 +84,16 @@ def run(args: argparse.Namespace) -> int:
         "off",
     )
     store = IncidentStore.open(settings.database_url, auto_migrate=auto)
-    source_for, serving, close_sources = _sources(settings, args)
-
-    metrics = Metrics(store=store)
+    clusters = _sources(settings, args)
+    metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
-        source_for=source_for,
+        source_for=clusters.source_for,
         config=EngineConfig(operator_namespace=settings.operator_namespace),
         playbook=playbook,
         store=store,
         metrics=metrics,
     )
-    assistant = _assistant(source_for, service)
+    assistant = _assistant(clusters.source_for, service)
     try:
         app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
     except Exception as e:  # bolt raises BoltError / SlackApiError / URLError for auth.test
@@ -102,7 +103,12 @@ def run(args: argparse.Namespace) -> int:
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     try:
         server = Server(
-            app, host=args.host, port=settings.port, metrics=metrics.render, app_token=app_token
+            app,
+            host=args.host,
+            port=settings.port,
+            metrics=metrics.render,
+            app_token=app_token,
+            not_ready=clusters.not_ready,
         )
     except OSError as e:
         app.close()
@@ -114,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
     print(
-        f"gpu-triage bot: serving {serving} via {mode}; health on :{server.port}/healthz",
+        f"gpu-triage bot: serving {clusters.description} via {mode}; "
+        f"health on :{server.port}/healthz",
         flush=True,
     )
     try:
@@ -123,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         server.stop()
-        close_sources()
+        clusters.close()
     return 0
 
 
@@ -147,14 +154,22 @@ def _assistant(
     return Assistant(backend=backend, model=model)
 
 
-def _sources(
-    settings: Any, args: argparse.Namespace
-) -> tuple[Callable[[str | None], ClusterSource], str, Callable[[], None]]:
-    """(source for a --cluster name, what is served, cleanup).
+@dataclass
+class Clusters:
+    """What the bot serves: a source per `--cluster` name, and how to watch over it."""
 
-    A snapshot serves one cluster. Live, every kubeconfig context can be asked for with
+    source_for: Callable[[str | None], ClusterSource]
+    description: str
+    close: Callable[[], None]
+    caches: Callable[[], Mapping[str, CachedSource]] | None = None  # live: for /metrics
+    not_ready: Callable[[], str | None] = lambda: None  # why /readyz says 503, if it does
+
+
+def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
+    """A snapshot serves one cluster. Live, every kubeconfig context can be asked for with
     `--cluster CONTEXT`; each gets a watch-backed cache on first use (the default context's
-    starts syncing now), so a warm triage costs one API request (its events).
+    starts syncing now, and the bot is not ready until it has), so a warm triage costs one
+    API request (its events).
     """
     from gpu_triage.sources import open_source
 
@@ -167,7 +182,7 @@ def _sources(
                 raise LookupError(cluster)
             return source
 
-        return from_snapshot, source.cluster_name, lambda: None
+        return Clusters(from_snapshot, source.cluster_name, lambda: None)
 
     from kube.cache import ClusterRegistry
 
@@ -178,7 +193,18 @@ def _sources(
     def live(cluster: str | None) -> ClusterSource:
         return registry.source(None if cluster in aliases else cluster)
 
-    return live, f"{default.cluster_name} (live, watch-backed)", registry.close
+    def not_ready() -> str | None:
+        if default.wait_synced(0):
+            return None
+        return f"cluster {default.cluster_name}: cache still syncing"
+
+    return Clusters(
+        live,
+        f"{default.cluster_name} (live, watch-backed)",
+        registry.close,
+        caches=registry.sources,
+        not_ready=not_ready,
+    )
 
 
 def _one_line(e: BaseException) -> str:

@@ -1,9 +1,10 @@
-"""Prometheus metrics of triages and incidents, served by the bot at `/metrics`.
+"""Prometheus metrics of triages, incidents and the cluster caches, served at `/metrics`.
 
 Each `Metrics` owns its own `CollectorRegistry` (no process-global state, so tests and several
 apps in one process never collide). `open_incidents` is read from the store at scrape time; a
 database that is down yields no `open_incidents` samples and `incident_store_up 0` instead of a
-failed scrape.
+failed scrape. The watch-backed caches of a live bot are read at scrape time too: objects per
+kind, each watch's state and how long it has been down, relists and API requests.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, make_wsgi_app
 from prometheus_client.registry import Collector
 
@@ -21,9 +22,11 @@ from incidents.errors import IncidentStoreError
 from triage.model import LAYER_ORDER, Layer, TriageReport
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from wsgiref.types import WSGIApplication
 
     from incidents.store import IncidentStore
+    from kube.cache import CachedSource
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +35,15 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 class Metrics:
-    """triages_total{layer}, triage_duration_seconds, open_incidents{layer}, incident_store_up."""
+    """triages_total{layer}, triage_duration_seconds, open_incidents{layer}, incident_store_up,
+    and the cluster_cache_* / cluster_api_requests_total families of `CacheCollector`."""
 
-    def __init__(self, *, store: IncidentStore | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: IncidentStore | None = None,
+        caches: Callable[[], Mapping[str, CachedSource]] | None = None,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.triages = Counter(
             "triages",
@@ -52,6 +61,8 @@ class Metrics:
         )
         if store is not None:
             self.registry.register(OpenIncidentsCollector(store))
+        if caches is not None:
+            self.registry.register(CacheCollector(caches))
 
     def observe(self, report: TriageReport, *, duration_ms: float) -> None:
         layer = report.failing_layer.value if report.failing_layer is not None else NO_LAYER
@@ -97,3 +108,45 @@ class OpenIncidentsCollector(Collector):
 
 _OPEN_HELP = "Incidents not yet resolved (open or acknowledged), by failing layer"
 _UP_HELP = "1 when the incident database answered the last scrape, else 0"
+
+
+class CacheCollector(Collector):
+    """The watch-backed caches (one per cluster), read on every scrape."""
+
+    def __init__(self, caches: Callable[[], Mapping[str, CachedSource]]) -> None:
+        self._caches = caches
+
+    def collect(self) -> Iterable[Metric]:
+        from kube.cache import STATES
+
+        labels = ["cluster", "kind"]
+        objects = GaugeMetricFamily(
+            "cluster_cache_objects", "Objects held in the cache", labels=labels
+        )
+        state = GaugeMetricFamily(
+            "cluster_cache_watch_state",
+            "1 for the watch's current state: starting, synced, failing, forbidden (read per "
+            "request instead) or absent (the API is not installed)",
+            labels=[*labels, "state"],
+        )
+        down = GaugeMetricFamily(
+            "cluster_cache_watch_down_seconds",
+            "Seconds since the watch was lost (0 while it runs); triages serve the last state",
+            labels=labels,
+        )
+        relists = CounterMetricFamily(
+            "cluster_cache_relists", "Full relists after 410 Gone", labels=labels
+        )
+        requests = CounterMetricFamily(
+            "cluster_api_requests", "Requests sent to the API server", labels=["cluster"]
+        )
+        for cluster, cache in sorted(self._caches().items()):
+            for kind in cache.health():
+                ids = [cluster, kind.kind]
+                objects.add_metric(ids, kind.objects)
+                for name in STATES:
+                    state.add_metric([*ids, name], 1 if kind.state == name else 0)
+                down.add_metric(ids, kind.down_seconds)
+                relists.add_metric(ids, kind.relists)
+            requests.add_metric([cluster], cache.client.requests)
+        yield from (objects, state, down, relists, requests)

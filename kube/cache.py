@@ -14,6 +14,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from kube.client import RawClient, load_client
 from kube.informer import Informer
@@ -23,6 +24,23 @@ from triage.memo import IdentityMemo
 from triage.source import KINDS, NodeUsage, Obj, UnavailableError
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
+
+
+# starting: first list not done; forbidden: not listable, read per request; absent: no such API
+STATES = ("starting", "synced", "failing", "forbidden", "absent")
+
+
+@dataclass(frozen=True)
+class KindHealth:
+    """One cached kind as monitoring sees it."""
+
+    kind: str
+    state: str  # one of STATES
+    objects: int
+    down_seconds: float  # how long the watch has been down (0 when it is up)
+    relists: int  # full relists after 410 Gone
+
+
 STALE_AFTER = 30.0  # seconds a watch may be down before reports mention it
 
 
@@ -164,6 +182,24 @@ class CachedSource:
             f"cluster data may be up to {int(age)}s old: lost the watch on {kinds} ({worst.error})"
         )
 
+    def health(self) -> list[KindHealth]:
+        """Per cached kind: state, objects held, how long its watch has been down, relists."""
+        now = time.monotonic()
+        return [
+            KindHealth(
+                kind=kind,
+                state=inf.state,
+                objects=len(inf),
+                down_seconds=(
+                    now - inf.down_since
+                    if inf.down_since is not None and inf.state != "forbidden"
+                    else 0.0
+                ),
+                relists=inf.relists,
+            )
+            for kind, inf in self._informers.items()
+        ]
+
     def stats(self) -> dict[str, int]:
         """Objects cached per kind, API requests sent and relists after 410 Gone so far (for
         metrics and the bench)."""
@@ -209,6 +245,11 @@ class ClusterRegistry:
     def names(self) -> list[str]:
         with self._lock:
             return sorted(self._sources)
+
+    def sources(self) -> dict[str, CachedSource]:
+        """The caches started so far, by context name."""
+        with self._lock:
+            return dict(self._sources)
 
     def close(self) -> None:
         with self._lock:

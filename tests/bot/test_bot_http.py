@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
+from bot.server import Server
 from tests.bot.conftest import Bot
 from tests.bot.signed import SECRET
 
@@ -43,6 +46,29 @@ def test_stale_timestamp_is_rejected(bot: Bot) -> None:
         body, content_type="application/x-www-form-urlencoded", timestamp=old, signature=sig
     )
     assert reply.status == 401
+
+
+def test_not_ready_until_the_cluster_cache_is_synced(bot: Bot) -> None:
+    reason: list[str | None] = ["cluster prod: cache still syncing"]
+    server = Server(
+        bot.app, host="127.0.0.1", port=0, metrics=lambda: (b"", "text/plain"),
+        not_ready=lambda: reason[0],
+    )  # fmt: skip
+    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.port}"
+    try:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url + "/readyz", timeout=5)
+        assert e.value.code == 503 and e.value.read() == b"cluster prod: cache still syncing\n"
+        with urllib.request.urlopen(url + "/healthz", timeout=5) as r:
+            assert r.status == 200  # alive, just not ready: no restart
+        reason[0] = None
+        with urllib.request.urlopen(url + "/readyz", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
 
 
 def test_health_and_metrics(bot: Bot) -> None:

@@ -26,10 +26,11 @@ def test_live_bot_serves_each_context_from_a_synced_cache(tmp_path: Path) -> Non
         config = api.write_kubeconfig(tmp_path / "kubeconfig", context="prod")
         settings = SimpleNamespace(snapshot=None, cluster_name="east")
         args = argparse.Namespace(kubeconfig=str(config), context=None)
-        source_for, serving, close = _sources(settings, args)
+        clusters = _sources(settings, args)
+        source_for = clusters.source_for
         try:
             src = source_for(None)
-            assert isinstance(src, CachedSource) and serving.startswith("prod")
+            assert isinstance(src, CachedSource) and clusters.description.startswith("prod")
             assert source_for("east") is src and source_for("prod") is src  # alias and context
             assert src.wait_synced(timeout=10)
             before = len(api.requests)
@@ -45,4 +46,20 @@ def test_live_bot_serves_each_context_from_a_synced_cache(tmp_path: Path) -> Non
             with pytest.raises(ConfigError):
                 source_for("no-such-context")
         finally:
-            close()
+            clusters.close()
+
+
+def test_live_bot_is_ready_once_the_default_cluster_is_synced(tmp_path: Path) -> None:
+    with FakeApiServer([node("a1")]) as api:
+        api.fail_statuses = [500] * 3  # the first lists fail: the cache retries with backoff
+        config = api.write_kubeconfig(tmp_path / "kubeconfig", context="prod")
+        settings = SimpleNamespace(snapshot=None, cluster_name=None)
+        clusters = _sources(settings, argparse.Namespace(kubeconfig=str(config), context=None))
+        try:
+            assert clusters.not_ready() == "cluster prod: cache still syncing"
+            src = clusters.source_for(None)
+            assert isinstance(src, CachedSource) and src.wait_synced(timeout=10)
+            assert clusters.not_ready() is None
+            assert clusters.caches is not None and list(clusters.caches()) == ["prod"]
+        finally:
+            clusters.close()

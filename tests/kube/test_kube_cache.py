@@ -233,3 +233,57 @@ def test_unreachable_cluster_fails_fast_not_after_the_sync_timeout(tmp_path: Pat
         assert time.monotonic() - started < 5
     finally:
         src.close()
+
+
+def scrape(cache: CachedSource) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """/metrics of a bot serving `cache` as cluster "fake", parsed: (name, labels) -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gpu_triage.metrics import Metrics
+
+    body, _ = Metrics(caches=lambda: {"fake": cache}).render()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(body.decode())
+        for s in family.samples
+    }
+
+
+def kind_labels(kind: str, **extra: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({"cluster": "fake", "kind": kind, **extra}.items()))
+
+
+def test_metrics_show_each_watch_and_what_it_holds(api: FakeApiServer, cache: CachedSource) -> None:
+    m = scrape(cache)
+    assert m[("cluster_cache_objects", kind_labels("Pod"))] == 30
+    assert m[("cluster_cache_objects", kind_labels("Node"))] == 4
+    assert m[("cluster_cache_watch_state", kind_labels("Pod", state="synced"))] == 1
+    assert m[("cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 0
+    assert m[("cluster_cache_watch_down_seconds", kind_labels("Pod"))] == 0
+    assert m[("cluster_cache_relists_total", kind_labels("Pod"))] == 0
+    assert m[("cluster_api_requests_total", (("cluster", "fake"),))] >= len(cache.health())
+
+    api.stop()
+    wait_for(lambda: any(k.kind == "Pod" and k.state == "failing" for k in cache.health()))
+    time.sleep(0.01)
+    m = scrape(cache)
+    assert m[("cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 1
+    assert m[("cluster_cache_watch_down_seconds", kind_labels("Pod"))] > 0
+    assert m[("cluster_cache_objects", kind_labels("Pod"))] == 30  # still served
+
+
+def test_metrics_tell_a_forbidden_kind_from_a_broken_watch(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    api.forbidden |= {("resourcequotas", None)}
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(RawClient(client_api, cluster_name=name), watch_timeout=5)
+    try:
+        assert src.start().wait_synced(10)
+        m = scrape(src)
+        quota = kind_labels("ResourceQuota", state="forbidden")
+        assert m[("cluster_cache_watch_state", quota)] == 1
+        assert m[("cluster_cache_watch_down_seconds", kind_labels("ResourceQuota"))] == 0
+        assert m[("cluster_cache_watch_state", kind_labels("Node", state="synced"))] == 1
+    finally:
+        src.close()
