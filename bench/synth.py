@@ -104,7 +104,31 @@ def pod(name: str, ns: str, *, node: str | None, gpu: int, phase: str, **spec_ex
     return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec, "status": status}
 
 
-PENDING_KINDS = ("insufficient", "wrong-product", "untolerated", "broken-driver")
+PENDING_KINDS = (
+    "insufficient",  # 16 GPUs: no node has that many
+    "wrong-product",  # nodeSelector on a product the cluster does not have
+    "untolerated",  # no toleration for the GPU nodes' taint
+    "broken-driver",  # fits anywhere: the full pools and the broken nodes decide
+    "pool-affinity",  # required node affinity on the L4 pool, which is full
+    "quota-rejected",  # a Job whose pods the namespace quota rejected: no pod exists
+)
+
+
+def _quota_rejected(name: str, ns: str, gpu: int) -> list[Obj]:
+    """A Job without pods and the job controller's FailedCreate event."""
+    template = pod(name, ns, node=None, gpu=gpu, phase="Pending")
+    job = {"kind": "Job", "apiVersion": "batch/v1", "metadata": _meta(name, ns),
+           "spec": {"template": {"spec": template["spec"]}}, "status": {}}  # fmt: skip
+    message = (
+        f'Error creating: pods "{name}-x7k2p" is forbidden: exceeded quota: gpu-quota, '
+        f"requested: requests.nvidia.com/gpu={gpu}, used: requests.nvidia.com/gpu=512, "
+        "limited: requests.nvidia.com/gpu=512"
+    )
+    event = {"kind": "Event", "apiVersion": "v1", "metadata": _meta(f"{name}.create", ns),
+             "involvedObject": {"kind": "Job", "name": name, "namespace": ns},
+             "reason": "FailedCreate", "type": "Warning", "message": message,
+             "count": 12, "lastTimestamp": TS}  # fmt: skip
+    return [job, event]
 
 
 def cluster(
@@ -131,13 +155,15 @@ def cluster(
                      "spec": {"selector": {"matchLabels": {"app": ds}}},
                      "status": {"desiredNumberScheduled": nodes}})  # fmt: skip
     teams = [f"team-{t:02d}" for t in range(tenants)]
+    full_quota = teams[-1]  # this tenant has used its whole GPU quota
     for t in teams:
+        used = "512" if t == full_quota else "0"
         objs.append({"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(t)})
         objs.append({"kind": "ResourceQuota", "apiVersion": "v1",
                      "metadata": _meta("gpu-quota", t),
                      "spec": {"hard": {"requests.nvidia.com/gpu": "512"}},
                      "status": {"hard": {"requests.nvidia.com/gpu": "512"},
-                                "used": {"requests.nvidia.com/gpu": "0"}}})  # fmt: skip
+                                "used": {"requests.nvidia.com/gpu": used}}})  # fmt: skip
     made = 0
     gpu_nodes = [n for n in node_list if n[2] and not n[3]]
     for name, _pool, gpus, broken in node_list:  # the operator's pods, one per GPU node
@@ -161,11 +187,21 @@ def cluster(
         pname = f"train-{workload:06d}-0"
         if rnd.random() < 0.02:
             why = PENDING_KINDS[len(pending) % len(PENDING_KINDS)]
+            if why == "quota-rejected":
+                objs.extend(_quota_rejected(pname.rsplit("-", 1)[0], full_quota, gpu))
+                pending.append((full_quota, pname.rsplit("-", 1)[0]))
+                workload += 1
+                continue
             extra: Obj = {}
             if why == "wrong-product":
                 extra["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-B200"}
             if why == "insufficient":
                 gpu = 16
+            if why == "pool-affinity":
+                expr = {"key": "node-pool", "operator": "In", "values": ["l4"]}
+                extra["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expr]}]}}}  # fmt: skip
+                gpu = min(gpu, 4)
             p = pod(pname, team, node=None, gpu=gpu, phase="Pending", **extra)
             if why == "untolerated":
                 p["spec"]["tolerations"] = []

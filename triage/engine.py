@@ -8,6 +8,8 @@ use are side findings. Object state decides; events add evidence when they still
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import compress, count
+from operator import is_not
 
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
@@ -63,6 +65,7 @@ class _Run:
         self._minute = int(now.timestamp() // 60)
         self._signatures = self.memo.table("node-signatures", limit=10_000)
         self._health_table = self.memo.table(f"node-health/{config.node_join_grace_minutes}")
+        self._last_nodes = self.memo.table(f"node-list/{config.node_join_grace_minutes}")
         self.signals: list[Signal] = []
         self.unknowns: list[Unknown] = []
         self.notes: list[str] = []
@@ -188,6 +191,38 @@ class _Run:
         table[name] = (node, view, minute, health, view.node_pods(name))
         return health
 
+    def _healths(self, nodes: list[Obj], view: OperatorView) -> list[NodeHealth]:
+        """The health of every node, in order: the per-triage pass over the whole cluster.
+
+        A watch replaces a changed node's object and leaves the others, so when the list has
+        the same length as last time, comparing it with the last one by identity (in C, no
+        node is touched) finds the few nodes to reassess.
+        """
+        last = self._last_nodes.get("last")
+        minute = self._minute
+        if (
+            last is not None
+            and last[2] is view
+            and last[3] == minute
+            and len(last[0]) == len(nodes)
+        ):
+            healths: list[NodeHealth] = list(last[1])
+            for i in compress(count(), map(is_not, last[0], nodes)):
+                healths[i] = self._assess(nodes[i], view)
+        else:
+            # The memo check of `_assess` inlined for the common case.
+            table, assess = self._health_table, self._assess
+            healths = []
+            for node in nodes:
+                name = node["metadata"]["name"]
+                hit = table.get(name)
+                if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
+                    healths.append(hit[3])
+                else:
+                    healths.append(assess(node, view, name=name))
+        self._last_nodes["last"] = (nodes, healths, view, minute)
+        return healths
+
     def _node_labels(self, node: str) -> dict[str, str]:
         try:
             obj = self.source.get("Node", node)
@@ -227,16 +262,7 @@ class _Run:
         view = self._operator_view()
         dra_check, dra_nodes = self._dra(pod)
         placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
-        # Every node, every triage: the memo check of `_assess` inlined for the common case.
-        table, minute, assess = self._health_table, self._minute, self._assess
-        healths = []
-        for node in nodes:
-            name = node["metadata"]["name"]
-            hit = table.get(name)
-            if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
-                healths.append(hit[3])
-            else:
-                healths.append(assess(node, view, name=name))
+        healths = self._healths(nodes, view)
         evaluation = placement.evaluate(nodes, healths, usage)
         signals = scheduling_signals(
             pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod), events=events

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from operator import is_
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -27,11 +28,7 @@ class IdentityMemo:
     def get(self, key: Hashable, deps: tuple[Any, ...], compute: Callable[[], T]) -> T:
         with self._lock:
             hit = self._data.get(key)
-            if (
-                hit is not None
-                and len(hit[0]) == len(deps)
-                and all(a is b for a, b in zip(hit[0], deps, strict=True))
-            ):
+            if hit is not None and len(hit[0]) == len(deps) and all(map(is_, hit[0], deps)):
                 self._data.move_to_end(key)
                 return hit[1]  # type: ignore[no-any-return]
         value = compute()

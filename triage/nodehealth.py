@@ -21,7 +21,7 @@ from triage.operator import (
 from triage.source import Obj
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     ok: bool
     code: str = ""
@@ -29,7 +29,7 @@ class Verdict:
     detail: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeHealth:
     name: str
     gpu_node: bool

@@ -160,7 +160,16 @@ class _Class:
     """The verdict for one node class (equal signature and selector labels): whether the pod
     could ever use such a node, and where its nodes go."""
 
-    __slots__ = ("category", "excluded", "fast", "gfd_missing", "limits", "side", "signature")
+    __slots__ = (
+        "category",
+        "excluded",
+        "fast",
+        "gfd_missing",
+        "limits",
+        "max_pods",
+        "side",
+        "signature",
+    )
 
     def __init__(self, signature: object) -> None:
         self.signature = signature
@@ -172,6 +181,7 @@ class _Class:
         # (resource, requested, allocatable) for the fast check; requests beyond allocatable
         # are already excluded as "too small".
         self.limits: tuple[tuple[str, int, int], ...] = ()
+        self.max_pods: int | None = None  # allocatable pods
 
 
 class Evaluation:
@@ -275,8 +285,7 @@ class Placement:
                         short.append((health, use))
                         break
                 else:
-                    pods = health.allocatable_all.get("pods")
-                    if pods is not None and len(use.pods) >= pods:
+                    if klass.max_pods is not None and len(use.pods) >= klass.max_pods:
                         short.append((health, use))
                     else:
                         usable.append(name)
@@ -317,6 +326,7 @@ class Placement:
             and not klass.gfd_missing
             and all(alloc.get(res) for res in self.gpu_resources)
         )
+        klass.max_pods = alloc.get("pods")
         klass.limits = tuple(
             (res, want, alloc[res])
             for res, want in sorted(self.requests.items(), key=lambda kv: kv[0] != GPU)

@@ -100,7 +100,7 @@ class MalformedSnapshotError(SourceError):
     """A snapshot file could not be read as Kubernetes objects."""
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeUsage:
     """What non-terminated pods bound to a node request: the scheduler's view of 'used'.
 

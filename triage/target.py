@@ -39,6 +39,19 @@ def _owned_by(obj: Obj, kind: str, name: str) -> bool:
     )
 
 
+def _owned_pods(pods: list[Obj], owners: set[tuple[str, str]]) -> list[Obj]:
+    """The pods with an owner reference to one of `owners` ((kind, name)). A namespace may hold
+    thousands of pods, so the name is checked first."""
+    names = {name for _, name in owners}
+    out = []
+    for p in pods:
+        for ref in (p.get("metadata") or {}).get("ownerReferences") or ():
+            if ref.get("name") in names and (ref.get("kind"), ref.get("name")) in owners:
+                out.append(p)
+                break
+    return out
+
+
 def _owner_chain(source: ClusterSource, namespace: str, obj: Obj) -> list[Obj]:
     chain: list[Obj] = []
     current = obj
@@ -103,11 +116,7 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
                 for rs in source.objects("ReplicaSet", namespace=namespace)
                 if _owned_by(rs, "Deployment", name)
             }
-        pods = [
-            p
-            for p in source.objects("Pod", namespace=namespace)
-            if any(_owned_by(p, k, n) for k, n in owners)
-        ]
+        pods = _owned_pods(source.objects("Pod", namespace=namespace), owners)
         picked = _pick(pods)
         if picked is not None:
             chain = _owner_chain(source, namespace, picked) or chain

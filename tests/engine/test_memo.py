@@ -56,3 +56,33 @@ def test_health_is_reused_until_the_node_or_its_operator_pods_change(
     report = triage(second, namespace="team-a", name="train")
     assert calls == ["a2"]  # a1 and a3 kept their verdicts
     assert report.failing_layer == Layer.DRIVER  # a1, a3 full; a2 cannot see its GPUs
+
+
+def test_a_node_replaced_in_place_is_reassessed_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watch replaced one node object (same position in the list); nothing else changed."""
+    nodes = [node("a1"), node("a2"), node("a3")]
+    others = [*operator_pods("a1"), *operator_pods("a2"), *operator_pods("a3")]
+    full = [
+        pod(f"busy-{i}", ns="team-b", gpus=8, node_name=f"a{i}", phase="Running") for i in (1, 2)
+    ]
+    first = cluster(*nodes, *others, *full, pod("train"))
+    report = triage(first, namespace="team-a", name="train")
+    assert report.failing_layer is None  # a3 is free
+
+    calls: list[str] = []
+    real = engine.assess_node
+
+    def counting(node_obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        calls.append(node_obj["metadata"]["name"])
+        return real(node_obj, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "assess_node", counting)
+    second = MemorySource(
+        [nodes[0], nodes[1], node("a3", cordoned=True), *others, *full, pod("train")]
+        + first.objects("Namespace")
+    )
+    second.memo = first.memo
+    report = triage(second, namespace="team-a", name="train")
+    assert calls == ["a3"]
+    assert report.failing_layer == Layer.SCHEDULING
+    assert "scheduling.cordoned" in report.finding(Layer.SCHEDULING).codes
