@@ -78,8 +78,13 @@ def test_a_node_replaced_in_place_is_reassessed_alone(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(engine, "assess_node", counting)
     second = MemorySource(
-        [nodes[0], nodes[1], node("a3", cordoned=True), *others, *full, pod("train")]
-        + first.objects("Namespace")
+        [
+            *(nodes[0], nodes[1], node("a3", cordoned=True)),
+            *others,
+            *full,
+            pod("train"),
+            *first.objects("Namespace"),
+        ]
     )
     second.memo = first.memo
     report = triage(second, namespace="team-a", name="train")
