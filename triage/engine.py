@@ -167,14 +167,15 @@ class _Run:
         """Node health, remembered while the node and the operator view are the same objects.
 
         The operator view is itself remembered until an operator pod or the ClusterPolicy
-        changes. The minute is part of the check: a joining node's verdict depends on the clock.
+        changes. The minute is part of the check for the few nodes whose verdict depends on
+        the clock (a GPU node without GPUs: joining, or late).
         This runs for every node on every triage, hence the hand-written identity check.
         """
         minute = self._minute
         table = self._health_table
         name = name or name_of(node)
         hit = table.get(name)
-        if hit is not None and hit[0] is node and hit[2] == minute:
+        if hit is not None and hit[0] is node and (hit[2] == minute or not hit[3].clock):
             if hit[1] is view:
                 return hit[3]  # type: ignore[no-any-return]
             # Some operator pod somewhere changed (a new view): this node's verdict still
@@ -200,14 +201,12 @@ class _Run:
         """
         last = self._last_nodes.get("last")
         minute = self._minute
-        if (
-            last is not None
-            and last[2] is view
-            and last[3] == minute
-            and len(last[0]) == len(nodes)
-        ):
+        if last is not None and last[2] is view and len(last[0]) == len(nodes):
             healths: list[NodeHealth] = list(last[1])
-            for i in compress(count(), map(is_not, last[0], nodes)):
+            changed = set(compress(count(), map(is_not, last[0], nodes)))
+            if last[3] != minute:
+                changed.update(i for i, h in enumerate(healths) if h.clock)
+            for i in changed:
                 healths[i] = self._assess(nodes[i], view)
         else:
             # The memo check of `_assess` inlined for the common case.
@@ -216,7 +215,12 @@ class _Run:
             for node in nodes:
                 name = node["metadata"]["name"]
                 hit = table.get(name)
-                if hit is not None and hit[0] is node and hit[1] is view and hit[2] == minute:
+                if (
+                    hit is not None
+                    and hit[0] is node
+                    and hit[1] is view
+                    and (hit[2] == minute or not hit[3].clock)
+                ):
                     healths.append(hit[3])
                 else:
                     healths.append(assess(node, view, name=name))

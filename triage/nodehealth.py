@@ -40,6 +40,9 @@ class NodeHealth:
     allocatable_all: dict[str, int] = field(default_factory=dict)  # cpu, memory, pods, GPUs
     notes: list[str] = field(default_factory=list)
     joining: str | None = None  # GPUs not registered yet, within the grace period after Ready
+    # The verdict depends on the time (a GPU node advertising no GPUs: joining, or late):
+    # only such nodes are reassessed when the minute changes.
+    clock: bool = False
     contradiction: list[str] = field(default_factory=list)  # validator vs component pods
     # Everything besides labels that decides whether a pod could ever use the node, and
     # whether its problems are side findings: nodes with equal signatures (a node pool) are
@@ -255,6 +258,7 @@ def assess_node(
         labels(node).get("nvidia.com/gpu.count"),
     )
     health.signature_hash = hash(health.signature)
+    health.clock = health.gpu_node and not any(v > 0 for v in allocatable.values())
     health.joining = _joining(node, health, now=now, grace_minutes=grace_minutes)
     if health.joining is None and health.gpu_node and not any(v > 0 for v in allocatable.values()):
         late = _minutes_since_ready(node, now)

@@ -91,3 +91,44 @@ def test_a_node_replaced_in_place_is_reassessed_alone(monkeypatch: pytest.Monkey
     assert calls == ["a3"]
     assert report.failing_layer == Layer.SCHEDULING
     assert "scheduling.cordoned" in report.finding(Layer.SCHEDULING).codes
+
+
+def test_a_new_minute_reassesses_only_nodes_whose_verdict_depends_on_the_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """a2 became Ready at 12:00 and advertises no GPUs yet: joining within the 15-minute grace
+    period, and the cause once it is over. a1 is full; its verdict does not age."""
+    from datetime import UTC, datetime
+
+    joining = _no_gpus(node("a2"))
+    joining["status"]["conditions"][0]["lastTransitionTime"] = "2026-12-02T12:00:00Z"
+    objs = [node("a1"), joining, *operator_pods("a1"), *operator_pods("a2")]
+    objs.append(pod("busy", ns="team-b", gpus=8, node_name="a1", phase="Running"))
+    source = cluster(*objs, pod("train"))
+
+    early = triage(
+        source, namespace="team-a", name="train", now=datetime(2026, 12, 2, 12, 5, tzinfo=UTC)
+    )
+    assert early.failing_layer is None and early.headline.startswith("not blocked, waiting")
+
+    calls: list[str] = []
+    real = engine.assess_node
+
+    def counting(node_obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        calls.append(node_obj["metadata"]["name"])
+        return real(node_obj, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "assess_node", counting)
+    late = triage(
+        source, namespace="team-a", name="train", now=datetime(2026, 12, 2, 12, 40, tzinfo=UTC)
+    )
+    assert calls == ["a2"]
+    assert late.failing_layer == Layer.DEVICE_PLUGIN
+    evidence = " ".join(late.finding(Layer.DEVICE_PLUGIN).evidence)
+    assert "40 minutes after the node became Ready" in evidence
+
+
+def _no_gpus(n: dict[str, Any]) -> dict[str, Any]:
+    for key in ("capacity", "allocatable"):
+        n["status"][key].pop("nvidia.com/gpu", None)
+    return n
