@@ -48,7 +48,6 @@ class NodeHealth:
     # whether its problems are side findings: nodes with equal signatures (a node pool) are
     # judged once per triage.
     signature: tuple[object, ...] = ()
-    signature_hash: int = 0
     # Healthy, schedulable and every NVIDIA device allocatable: only free resources can
     # stop a pod here (the fast path of placement).
     clean: bool = False
@@ -257,7 +256,6 @@ def assess_node(
         tuple(sorted(capacity.items())),
         labels(node).get("nvidia.com/gpu.count"),
     )
-    health.signature_hash = hash(health.signature)
     health.clock = health.gpu_node and not any(v > 0 for v in allocatable.values())
     health.joining = _joining(node, health, now=now, grace_minutes=grace_minutes)
     if health.joining is None and health.gpu_node and not any(v > 0 for v in allocatable.values()):

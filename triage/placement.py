@@ -183,6 +183,16 @@ class _Class:
         self.limits: tuple[tuple[str, int, int], ...] = ()
         self.max_pods: int | None = None  # allocatable pods
 
+    def short(self, usage: NodeUsage | None) -> bool:
+        """Whether a node of this class lacks the free resources the pod requests."""
+        if usage is None:
+            return any(want > alloc for _, want, alloc in self.limits)
+        used = usage.requests
+        for res, want, alloc in self.limits:
+            if want > alloc - used.get(res, 0):
+                return True
+        return self.max_pods is not None and len(usage.pods) >= self.max_pods
+
 
 class Evaluation:
     """Every node judged for one pod, sorted into what the report needs, in node order."""
@@ -273,40 +283,28 @@ class Placement:
             if health.contradiction:
                 out.contradictions.append(health)
             use = usage_of(name)
-            if klass.fast and health.clean:
-                # The common case on a big cluster: a healthy node that offers what the pod
-                # asks for, so only its free resources matter.
-                if use is None:
-                    usable.append(name)
+            # The common case on a big cluster is a healthy node that offers what the pod asks
+            # for (klass.fast and health.clean): only its free resources matter.
+            if not (klass.fast and health.clean):
+                fit = NodeFit(name)
+                fit.gfd_labels_missing = klass.gfd_missing
+                _dynamic(
+                    fit,
+                    node=node,
+                    health=health,
+                    requests=self.requests,
+                    usage=use,
+                    dra=dra,
+                    gpu=self.gpu,
+                )
+                if fit.joining is not None:
+                    out.joining.append(fit)
                     continue
-                used = use.requests
-                for res, want, alloc in klass.limits:
-                    if want > alloc - used.get(res, 0):
-                        short.append((health, use))
-                        break
-                else:
-                    if klass.max_pods is not None and len(use.pods) >= klass.max_pods:
-                        short.append((health, use))
-                    else:
-                        usable.append(name)
-                continue
-            fit = NodeFit(name)
-            fit.gfd_labels_missing = klass.gfd_missing
-            _dynamic(
-                fit,
-                node=node,
-                health=health,
-                requests=self.requests,
-                usage=use,
-                dra=dra,
-                gpu=self.gpu,
-            )
-            if fit.joining is not None:
-                out.joining.append(fit)
-            elif fit.code == "scheduling.insufficient":
+                if fit.layer is not None:
+                    out.blocked.append(fit)
+                    continue
+            if klass.short(use):
                 short.append((health, use))
-            elif fit.layer is not None:
-                out.blocked.append(fit)
             else:
                 usable.append(name)
         return out
@@ -352,7 +350,8 @@ def _dynamic(
     dra: DraCheck | None,
     gpu: bool,
 ) -> NodeFit:
-    """What stops the pod on a node it could use, now, at the lowest layer."""
+    """What stops the pod on a node it could use, now, at the lowest layer: everything but
+    its free resources (`_Class.short`)."""
     name = health.name
     if gpu and health.joining:
         fit.joining = health.joining
@@ -378,9 +377,6 @@ def _dynamic(
             "scheduling.cordoned",
             f"node {name} is cordoned",
         )
-        return fit
-    if _short(health.allocatable_all, requests, usage):
-        _insufficient(fit, health, requests, usage)
     return fit
 
 
@@ -389,15 +385,6 @@ def _insufficient(
 ) -> None:
     fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
     fit.lazy = lambda: _shortfall_text(health.name, health.allocatable_all, requests, usage)
-
-
-def _short(alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None) -> bool:
-    used = usage.requests if usage else {}
-    for res, want in requests.items():
-        if res in alloc and want > alloc[res] - used.get(res, 0):
-            return True
-    pods = alloc.get("pods")
-    return pods is not None and usage is not None and len(usage.pods) >= pods
 
 
 def _shortfall_text(
