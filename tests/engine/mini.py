@@ -73,6 +73,13 @@ def node(
     }
 
 
+def without_gpus(n: Obj) -> Obj:
+    """The node advertising no nvidia.com/gpu (its driver or plugin is down), labels kept."""
+    for key in ("capacity", "allocatable"):
+        n["status"][key].pop("nvidia.com/gpu", None)
+    return n
+
+
 def pod(
     name: str,
     *,

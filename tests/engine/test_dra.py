@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import H100, cluster, node, operator_pods, pod
+from tests.engine.mini import H100, cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, TriageReport, triage
 from triage.dra import Device, selector_matches
 
@@ -91,10 +91,8 @@ def dra_pod(claim_name: str = "my-gpu") -> dict[str, Any]:
 
 
 def plain_node(name: str) -> dict[str, Any]:
-    n = node(name)  # DRA nodes advertise no nvidia.com/gpu: the DRA driver replaces the plugin
-    for key in ("capacity", "allocatable"):
-        n["status"][key].pop("nvidia.com/gpu")
-    return n
+    # DRA nodes advertise no nvidia.com/gpu: the DRA driver replaces the device plugin
+    return without_gpus(node(name))
 
 
 def ops(name: str) -> list[dict[str, Any]]:

@@ -8,20 +8,13 @@ from typing import Any
 import pytest
 
 import triage.engine as engine
-from tests.engine.mini import cluster, node, operator_pods, pod
+from tests.engine.mini import cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, MemorySource, triage
 
 
-def test_health_is_reused_until_the_node_or_its_operator_pods_change(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    nodes = [node("a1"), node("a2"), node("a3")]
-    ops = {n["metadata"]["name"]: operator_pods(n["metadata"]["name"]) for n in nodes}
-    full = [
-        pod(f"busy-{i}", ns="team-b", gpus=8, node_name=f"a{i}", phase="Running") for i in (1, 2, 3)
-    ]
-    first = cluster(*nodes, *ops.values(), *full, pod("train"))
-
+@pytest.fixture
+def assessed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the nodes the engine assesses from now on (memo misses), in order."""
     calls: list[str] = []
     real = engine.assess_node
 
@@ -30,11 +23,24 @@ def test_health_is_reused_until_the_node_or_its_operator_pods_change(
         return real(node_obj, *args, **kwargs)
 
     monkeypatch.setattr(engine, "assess_node", counting)
+    return calls
+
+
+def test_health_is_reused_until_the_node_or_its_operator_pods_change(
+    assessed: list[str],
+) -> None:
+    nodes = [node("a1"), node("a2"), node("a3")]
+    ops = {n["metadata"]["name"]: operator_pods(n["metadata"]["name"]) for n in nodes}
+    full = [
+        pod(f"busy-{i}", ns="team-b", gpus=8, node_name=f"a{i}", phase="Running") for i in (1, 2, 3)
+    ]
+    first = cluster(*nodes, *ops.values(), *full, pod("train"))
+
     assert triage(first, namespace="team-a", name="train").failing_layer == Layer.SCHEDULING
-    assert sorted(calls) == ["a1", "a2", "a3"]
-    calls.clear()
+    assert sorted(assessed) == ["a1", "a2", "a3"]
+    assessed.clear()
     assert triage(first, namespace="team-a", name="train").failing_layer == Layer.SCHEDULING
-    assert calls == []  # nothing changed: nothing recomputed
+    assert assessed == []  # nothing changed: nothing recomputed
 
     # The driver on a2 starts crash-looping and a2 loses its GPUs; the same memo carries over.
     crashed = {**ops, "a2": operator_pods("a2", driver="crash")}
@@ -54,11 +60,11 @@ def test_health_is_reused_until_the_node_or_its_operator_pods_change(
     )
     second.memo = first.memo
     report = triage(second, namespace="team-a", name="train")
-    assert calls == ["a2"]  # a1 and a3 kept their verdicts
+    assert assessed == ["a2"]  # a1 and a3 kept their verdicts
     assert report.failing_layer == Layer.DRIVER  # a1, a3 full; a2 cannot see its GPUs
 
 
-def test_a_node_replaced_in_place_is_reassessed_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_node_replaced_in_place_is_reassessed_alone(assessed: list[str]) -> None:
     """The watch replaced one node object (same position in the list); nothing else changed."""
     nodes = [node("a1"), node("a2"), node("a3")]
     others = [*operator_pods("a1"), *operator_pods("a2"), *operator_pods("a3")]
@@ -68,15 +74,8 @@ def test_a_node_replaced_in_place_is_reassessed_alone(monkeypatch: pytest.Monkey
     first = cluster(*nodes, *others, *full, pod("train"))
     report = triage(first, namespace="team-a", name="train")
     assert report.failing_layer is None  # a3 is free
+    assessed.clear()
 
-    calls: list[str] = []
-    real = engine.assess_node
-
-    def counting(node_obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        calls.append(node_obj["metadata"]["name"])
-        return real(node_obj, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "assess_node", counting)
     second = MemorySource(
         [
             *(nodes[0], nodes[1], node("a3", cordoned=True)),
@@ -88,19 +87,19 @@ def test_a_node_replaced_in_place_is_reassessed_alone(monkeypatch: pytest.Monkey
     )
     second.memo = first.memo
     report = triage(second, namespace="team-a", name="train")
-    assert calls == ["a3"]
+    assert assessed == ["a3"]
     assert report.failing_layer == Layer.SCHEDULING
     assert "scheduling.cordoned" in report.finding(Layer.SCHEDULING).codes
 
 
 def test_a_new_minute_reassesses_only_nodes_whose_verdict_depends_on_the_clock(
-    monkeypatch: pytest.MonkeyPatch,
+    assessed: list[str],
 ) -> None:
     """a2 became Ready at 12:00 and advertises no GPUs yet: joining within the 15-minute grace
     period, and the cause once it is over. a1 is full; its verdict does not age."""
     from datetime import UTC, datetime
 
-    joining = _no_gpus(node("a2"))
+    joining = without_gpus(node("a2"))
     joining["status"]["conditions"][0]["lastTransitionTime"] = "2026-12-02T12:00:00Z"
     objs = [node("a1"), joining, *operator_pods("a1"), *operator_pods("a2")]
     objs.append(pod("busy", ns="team-b", gpus=8, node_name="a1", phase="Running"))
@@ -110,25 +109,12 @@ def test_a_new_minute_reassesses_only_nodes_whose_verdict_depends_on_the_clock(
         source, namespace="team-a", name="train", now=datetime(2026, 12, 2, 12, 5, tzinfo=UTC)
     )
     assert early.failing_layer is None and early.headline.startswith("not blocked, waiting")
+    assessed.clear()
 
-    calls: list[str] = []
-    real = engine.assess_node
-
-    def counting(node_obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        calls.append(node_obj["metadata"]["name"])
-        return real(node_obj, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "assess_node", counting)
     late = triage(
         source, namespace="team-a", name="train", now=datetime(2026, 12, 2, 12, 40, tzinfo=UTC)
     )
-    assert calls == ["a2"]
+    assert assessed == ["a2"]
     assert late.failing_layer == Layer.DEVICE_PLUGIN
     evidence = " ".join(late.finding(Layer.DEVICE_PLUGIN).evidence)
     assert "40 minutes after the node became Ready" in evidence
-
-
-def _no_gpus(n: dict[str, Any]) -> dict[str, Any]:
-    for key in ("capacity", "allocatable"):
-        n["status"][key].pop("nvidia.com/gpu", None)
-    return n

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.mini import A100, H100, OPNS, cluster, event, namespace, node, operator_pods, pod
+from tests.engine.mini import (
+    A100,
+    H100,
+    OPNS,
+    cluster,
+    event,
+    namespace,
+    node,
+    operator_pods,
+    pod,
+    without_gpus,
+)
 from triage import Layer, Status, TriageReport, triage
-
-
-def _no_gpus(n: dict) -> dict:
-    for key in ("capacity", "allocatable"):
-        n["status"][key].pop("nvidia.com/gpu", None)
-    return n
 
 
 def _text(r: TriageReport) -> str:
@@ -31,7 +36,7 @@ def test_driver_crash_on_every_matching_node_is_the_cause_despite_scheduler_sayi
     None
 ):
     r = run(
-        _no_gpus(node("a1")),
+        without_gpus(node("a1")),
         operator_pods("a1", driver="crash"),
         node("h1", product=H100),
         operator_pods("h1"),
@@ -47,7 +52,7 @@ def test_driver_crash_on_every_matching_node_is_the_cause_despite_scheduler_sayi
 
 
 def test_same_answer_without_events() -> None:
-    r = run(_no_gpus(node("a1")), operator_pods("a1", driver="crash"), pod("train", gpus=2))
+    r = run(without_gpus(node("a1")), operator_pods("a1", driver="crash"), pod("train", gpus=2))
     assert r.failing_layer == Layer.DRIVER
 
 
@@ -57,7 +62,7 @@ def test_driver_crash_on_a_node_the_pod_cannot_use_is_only_a_side_finding() -> N
     ]
     r = run(
         node("a1"), operator_pods("a1"), *full,
-        _no_gpus(node("l4", product="NVIDIA-L4", gpus=4)), operator_pods("l4", driver="crash"),
+        without_gpus(node("l4", product="NVIDIA-L4", gpus=4)), operator_pods("l4", driver="crash"),
         pod("train", gpus=2),
     )  # fmt: skip
     assert r.failing_layer == Layer.SCHEDULING
@@ -72,7 +77,7 @@ def test_driver_crash_on_a_node_the_pod_cannot_use_is_only_a_side_finding() -> N
 
 def test_one_healthy_free_node_means_lower_layers_do_not_block() -> None:
     r = run(
-        _no_gpus(node("a1")), operator_pods("a1", driver="crash"),
+        without_gpus(node("a1")), operator_pods("a1", driver="crash"),
         node("a2"), operator_pods("a2"),
         pod("train", gpus=2),
     )  # fmt: skip
@@ -86,7 +91,7 @@ def test_healthy_full_node_plus_broken_node_blames_the_lowest_layer() -> None:
     ]
     r = run(
         node("a1"), operator_pods("a1"), *full,
-        _no_gpus(node("a2")), operator_pods("a2", driver="crash"),
+        without_gpus(node("a2")), operator_pods("a2", driver="crash"),
         pod("train", gpus=2),
     )  # fmt: skip
     assert r.failing_layer == Layer.DRIVER
@@ -104,7 +109,7 @@ def test_preinstalled_driver_without_driver_pods_is_not_a_failure() -> None:
 
 def test_operator_managed_node_without_driver_pod_fails_driver() -> None:
     ops = [p for p in operator_pods("a1") if "driver" not in p["metadata"]["name"]]
-    r = run(_no_gpus(node("a1")), ops, pod("train"))
+    r = run(without_gpus(node("a1")), ops, pod("train"))
     assert r.failing_layer == Layer.DRIVER
     assert "driver.pod-missing" in r.finding(Layer.DRIVER).codes
 
@@ -116,7 +121,7 @@ def test_node_not_ready_is_driver_layer() -> None:
 
 
 def test_device_plugin_crash_with_driver_healthy() -> None:
-    r = run(_no_gpus(node("a1")), operator_pods("a1", plugin="crash"), pod("train"))
+    r = run(without_gpus(node("a1")), operator_pods("a1", plugin="crash"), pod("train"))
     assert r.failing_layer == Layer.DEVICE_PLUGIN
     assert r.owner is not None and r.owner.team == "k8s-platform"
 
@@ -129,7 +134,7 @@ def test_unhealthy_devices_explain_a_shortfall() -> None:
 
 
 def test_whole_gpu_request_on_mig_only_nodes() -> None:
-    n = _no_gpus(
+    n = without_gpus(
         node(
             "a1",
             extra_resources={"nvidia.com/mig-1g.10gb": "56"},
