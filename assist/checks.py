@@ -280,7 +280,7 @@ def report_digest(report: TriageReport, *, operator: bool) -> Result:
             for f in report.findings
         ],
         "owner": None if report.owner is None else report.owner.team,
-        "remediation": list(report.remediation),
+        "remediation": (list(report.operator_steps) if operator else []) + list(report.remediation),
     }
     if report.pod.node:
         out["node"] = report.pod.node

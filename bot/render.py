@@ -157,13 +157,14 @@ def report_blocks(
 
     if report.owner is not None and layer is not None:
         blocks.append(section(owner_text(report.owner)))
-    if report.remediation:
+    remediation = (report.operator_steps if include_detail else []) + report.remediation
+    if remediation:
         steps = [
             f"{i}. {escape(truncate(s, limit=LINE_LIMIT))}"
-            for i, s in enumerate(report.remediation[:6], 1)
+            for i, s in enumerate(remediation[:6], 1)
         ]
-        if len(report.remediation) > 6:
-            steps.append(f"… and {len(report.remediation) - 6} more")
+        if len(remediation) > 6:
+            steps.append(f"… and {len(remediation) - 6} more")
         blocks.append(section("*Next steps*\n" + "\n".join(steps)))
     if include_detail and report.verification:
         blocks.append(section("*Verify*\n" + bullet_list(report.verification, shown=5)))

@@ -15,7 +15,7 @@ from typing import Any
 from gpu_triage.errors import UserError
 from gpu_triage.sources import add_cluster_args, open_source
 from triage import EngineConfig, load_playbook
-from triage.preflight import Preflight, preflight
+from triage.preflight import OperatorState, Preflight, preflight
 from triage.source import ClusterSource
 from triage.verify import (
     CheckStatus,
@@ -209,6 +209,16 @@ def preflight_cmd(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
+def _operator_line(op: OperatorState, ns: str) -> str:
+    if not op.installed or op.namespace is None:
+        return "GPU Operator: not found (nodes are judged by the stack they run)"
+    line = f"GPU Operator in namespace {op.namespace} ({ns}"
+    line += f", found by {op.found_by})" if op.found_by else ")"
+    if op.cluster_policy_state:
+        line += f"; ClusterPolicy state: {op.cluster_policy_state}"
+    return line
+
+
 def preflight_text(p: Preflight) -> str:
     op = p.operator
     ns = {True: "exists", False: "absent", None: "unknown (cannot read namespaces)"}[
@@ -217,9 +227,15 @@ def preflight_text(p: Preflight) -> str:
     lines = [
         f"Preflight for cluster {p.cluster}: {'OK' if p.passed else 'PROBLEMS FOUND'}",
         f"GPU nodes: {len(p.gpu_nodes)}   other nodes: {p.cpu_nodes}",
-        f"operator namespace {op.namespace}: {ns}; operator installed: {'yes' if op.installed else 'no'}"
-        + (f"; ClusterPolicy state: {op.cluster_policy_state}" if op.cluster_policy_state else ""),
-        f"RuntimeClass {op.runtime_class}: {({True: 'exists', False: 'absent', None: 'unknown'})[op.runtime_class_exists]}",
+        _operator_line(op, ns),
+        *[f"GPU stack: {line}" for line in p.gpu_stacks],
+        *(
+            [
+                f"RuntimeClass {op.runtime_class}: {({True: 'exists', False: 'absent', None: 'unknown'})[op.runtime_class_exists]}"
+            ]
+            if op.installed
+            else []
+        ),
         "container runtimes: "
         + (", ".join(f"{v} ({n})" for v, n in p.runtime_versions.items()) or "-"),
         "permissions: "

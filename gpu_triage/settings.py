@@ -38,8 +38,9 @@ class Settings(BaseSettings):
     playbook: str | None = Field(default=None, validation_alias="GPU_TRIAGE_PLAYBOOK")
     access_policy: str | None = Field(default=None, validation_alias="GPU_TRIAGE_ACCESS_POLICY")
     cluster_name: str | None = Field(default=None, validation_alias="GPU_TRIAGE_CLUSTER")
-    operator_namespace: str = Field(
-        default="gpu-operator", validation_alias="GPU_TRIAGE_OPERATOR_NAMESPACE"
+    # None: found from the cluster (ClusterPolicy status, the operator's DaemonSets).
+    operator_namespace: str | None = Field(
+        default=None, validation_alias="GPU_TRIAGE_OPERATOR_NAMESPACE"
     )
     workers: int = Field(default=4, ge=1, le=64, validation_alias="GPU_TRIAGE_WORKERS")
     max_pending: int = Field(default=32, ge=1, le=10_000, validation_alias="GPU_TRIAGE_MAX_PENDING")

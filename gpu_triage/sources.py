@@ -28,8 +28,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--operator-namespace",
-        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE", "gpu-operator"),
-        help="namespace of the GPU Operator (default: gpu-operator)",
+        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE") or None,
+        help="namespace of the GPU Operator (default: found from the cluster: ClusterPolicy "
+        "status, the DaemonSets it owns, its operands' labels)",
     )
 
 

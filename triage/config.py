@@ -1,5 +1,5 @@
-"""Engine settings that differ between clusters. Everything has a default that fits a stock
-GPU Operator install."""
+"""Engine settings that differ between clusters. The defaults find the GPU stack from the
+cluster itself; set `operator_namespace` only to override what the engine finds."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class EngineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    operator_namespace: str = Field(
-        default="gpu-operator", description="namespace the GPU Operator's pods run in"
-    )
-    dra_driver_namespace: str = Field(
-        default="nvidia-dra-driver-gpu", description="namespace of the NVIDIA DRA driver's pods"
+    operator_namespace: str | None = Field(
+        default=None,
+        description="namespace the GPU Operator runs in; None finds it from the cluster",
     )
     node_join_grace_minutes: int = Field(
         default=15,

@@ -13,12 +13,20 @@ from operator import is_not
 
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
-from triage.kubeobj import Event, gpu_requests, labels, name_of, pod_requests, sorted_events
+from triage.kubeobj import (
+    Event,
+    gpu_requests,
+    labels,
+    meta,
+    name_of,
+    parse_time,
+    pod_requests,
+    sorted_events,
+)
 from triage.memo import IdentityMemo
 from triage.model import Layer, TriageReport
 from triage.names import validate_name, validate_namespace
 from triage.nodehealth import NodeHealth, assess_node
-from triage.operator import OperatorView
 from triage.placement import DraCheck, Placement
 from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
@@ -27,6 +35,7 @@ from triage.report import assemble
 from triage.scheduling import placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
 from triage.source import ClusterSource, ForbiddenError, Obj
+from triage.stacks import StackView, load_view
 from triage.target import Target, resolve
 
 
@@ -71,6 +80,7 @@ class _Run:
         self.notes: list[str] = []
         self.headline: str | None = None
         self.ok_summaries: dict[Layer, str] = {}
+        self._view: StackView | None = None
 
     # --- reading, with a missing permission turning into an 'unknown' layer ---------------
 
@@ -135,7 +145,8 @@ class _Run:
                 (s for s in self.signals if s.code == "device-plugin.node-joining"), None
             )
             if joining is not None:
-                self.headline = f"not blocked, waiting: {joining.summary}"
+                self.headline = f"not blocked, waiting: {joining.summary}{self._waited(pod)}"
+        view = self._stack_view()
         return assemble(
             source=self.source,
             target=t,
@@ -148,22 +159,37 @@ class _Run:
             node_labels=self._node_labels,
             ok_summaries=self.ok_summaries,
             now=now,
+            gpu_stack=view.describe(),
+            operator_namespace=view.namespace,
+            stack_values=view.playbook_values(),
         )
+
+    def _waited(self, pod: Obj) -> str:
+        """How long the pod has waited, to set beside how long its node has been coming up."""
+        created = parse_time(meta(pod).get("creationTimestamp"))
+        if created is None:
+            return ""
+        minutes = max(0, int((self.now - created).total_seconds() // 60))
+        return f"; the pod has waited {minutes} min"
 
     def _failed_admission(self, pod: Obj) -> bool:
         return (pod.get("status") or {}).get("reason") == "UnexpectedAdmissionError"
 
-    def _operator_view(self) -> OperatorView:
-        ns = self.config.operator_namespace
-        pods = self.read("Pod", ns, layer=Layer.DRIVER)
-        policies = self.read("ClusterPolicy", None, layer=Layer.DRIVER)
-        return self.memo.get(
-            ("operator-view", ns),
-            (*pods, *policies),
-            lambda: OperatorView.build(namespace=ns, pods=pods, policies=policies),
-        )
+    def _stack_view(self) -> StackView:
+        """The cluster's GPU stacks, remembered until a GPU component or its pods change."""
+        if self._view is None:
 
-    def _assess(self, node: Obj, view: OperatorView, *, name: str | None = None) -> NodeHealth:
+            def read(kind: str, namespace: str | None) -> list[Obj] | None:
+                try:
+                    return self.source.objects(kind, namespace=namespace)
+                except ForbiddenError as e:
+                    self.unknowns.append(Unknown(Layer.DRIVER, str(e)))
+                    return None
+
+            self._view = load_view(read, override=self.config.operator_namespace, memo=self.memo)
+        return self._view
+
+    def _assess(self, node: Obj, view: StackView, *, name: str | None = None) -> NodeHealth:
         """Node health, remembered while the node and the operator view are the same objects.
 
         The operator view is itself remembered until an operator pod or the ClusterPolicy
@@ -192,7 +218,7 @@ class _Run:
         table[name] = (node, view, minute, health, view.node_pods(name))
         return health
 
-    def _healths(self, nodes: list[Obj], view: OperatorView) -> list[NodeHealth]:
+    def _healths(self, nodes: list[Obj], view: StackView) -> list[NodeHealth]:
         """The health of every node, in order: the per-triage pass over the whole cluster.
 
         A watch replaces a changed node's object and leaves the others, so when the list has
@@ -243,7 +269,7 @@ class _Run:
             node = None
         health: NodeHealth | None = None
         if node is not None:
-            health = self._assess(node, self._operator_view())
+            health = self._assess(node, self._stack_view())
         runtime_classes: list[Obj] | None = None
         if (pod.get("spec") or {}).get("runtimeClassName"):
             runtime_classes = self.read("RuntimeClass", None, layer=Layer.DRIVER)
@@ -263,10 +289,14 @@ class _Run:
         except ForbiddenError as e:
             self.unknowns.append(Unknown(Layer.SCHEDULING, str(e)))
             usage = {}
-        view = self._operator_view()
-        dra_check, dra_nodes = self._dra(pod)
-        placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
+        view = self._stack_view()
         healths = self._healths(nodes, view)
+        dra_check, dra_nodes = self._dra(pod, view)
+        if dra_nodes is not None:
+            # A node whose DRA kubelet plugin is down publishes nothing, yet the pod could use
+            # it: it stays a candidate, and its missing ResourceSlice is the device-plugin layer.
+            dra_nodes |= {n for n, roles in view.pods_by_node.items() if "dra-plugin" in roles}
+        placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
         evaluation = placement.evaluate(nodes, healths, usage)
         signals = scheduling_signals(
             pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod), events=events
@@ -280,7 +310,7 @@ class _Run:
                 s.summary = f"once created: {s.summary}"
         self.signals.extend(signals)
 
-    def _dra(self, pod: Obj) -> tuple[DraCheck | None, set[str] | None]:
+    def _dra(self, pod: Obj, view: StackView) -> tuple[DraCheck | None, set[str] | None]:
         """A per-node check of the pod's unallocated ResourceClaims, and the nodes that publish
         devices for them (None: no restriction). (None, None) for a pod without claims."""
         if not (pod.get("spec") or {}).get("resourceClaims"):
@@ -294,10 +324,9 @@ class _Run:
             devices=devices_of(self.read("ResourceSlice", None, layer=Layer.DEVICE_PLUGIN)),
             claims=self.read("ResourceClaim", None, layer=Layer.SCHEDULING),
         )
-        for p in self.read("Pod", self.config.dra_driver_namespace, layer=Layer.DEVICE_PLUGIN):
-            node = (p.get("spec") or {}).get("nodeName")
-            if node and "kubelet-plugin" in name_of(p):
-                dra.plugin_pods.setdefault(node, []).append(p)
+        for node, roles in view.pods_by_node.items():
+            if "dra-plugin" in roles:
+                dra.plugin_pods[node] = roles["dra-plugin"]
         requests = []
         for ref, claim, how in pod_claims(pod, claims_here):
             if claim is None:

@@ -104,10 +104,18 @@ class TriageReport(Frozen):
     findings: list[Finding]
     owner: OwnerRoute | None = None
     remediation: list[str] = Field(default_factory=list)
+    operator_steps: list[str] = Field(
+        default_factory=list,
+        description="operator-only steps naming GPU component pods; they go before `remediation`",
+    )
     verification: list[str] = Field(default_factory=list)
     generated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     notes: list[str] = Field(
         default_factory=list, description="limits of this triage (unreadable events, stale cache)"
+    )
+    gpu_stack: list[str] = Field(
+        default_factory=list,
+        description="the GPU stacks found (where their components run, and what told us)",
     )
     data_age_note: str | None = Field(
         default=None, description="set when the data may be stale (old snapshot, lagging cache)"

@@ -12,23 +12,18 @@ carries its layer, so a failing node routes to the same owner a stuck pod on it 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import Field
 
+from triage.components import OPERATOR, ROLE_TITLES
 from triage.config import EngineConfig
-from triage.kubeobj import GPU, MIG_PREFIX, condition_true, labels, name_of, taint_str
+from triage.kubeobj import GPU, MIG_PREFIX, condition_true, labels, name_of, ns_of, taint_str
 from triage.model import Frozen, Layer, OwnerRoute
 from triage.nodehealth import NodeHealth, assess_node, sharing_note
-from triage.operator import (
-    PREINSTALLED,
-    OperatorView,
-    component_state,
-    failing_validation,
-    node_ready,
-)
+from triage.operator import component_state, failing_validation, node_ready
 from triage.playbooks import Playbook
 from triage.source import ClusterSource, ForbiddenError, Obj
+from triage.stacks import NodePlan, StackView, load_view
 
 
 class CheckStatus(StrEnum):
@@ -62,29 +57,34 @@ class NodeVerification(Frozen):
 
 
 EXPECTED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
-# operand component → (node label key suffix for nvidia.com/gpu.deploy.*, ClusterPolicy key, layer)
-OPERANDS: dict[str, tuple[str, str, Layer]] = {
-    "driver": ("driver", "driver", Layer.DRIVER),
-    "toolkit": ("container-toolkit", "toolkit", Layer.DRIVER),
-    "validator": ("operator-validator", "validator", Layer.DRIVER),
-    "device-plugin": ("device-plugin", "devicePlugin", Layer.DEVICE_PLUGIN),
-    "gfd": ("gpu-feature-discovery", "gfd", Layer.DEVICE_PLUGIN),
-    "dcgm-exporter": ("dcgm-exporter", "dcgmExporter", Layer.DEVICE_PLUGIN),
+# GPU component role -> the layer a failure of it routes to.
+OPERANDS: dict[str, Layer] = {
+    "driver": Layer.DRIVER,
+    "toolkit": Layer.DRIVER,
+    "validator": Layer.DRIVER,
+    "device-plugin": Layer.DEVICE_PLUGIN,
+    "gfd": Layer.DEVICE_PLUGIN,
+    "dcgm-exporter": Layer.DEVICE_PLUGIN,
+    "dra-plugin": Layer.DEVICE_PLUGIN,
 }
+CLOUD_GPU_LABELS = (
+    "cloud.google.com/gke-accelerator",
+    "kubernetes.azure.com/accelerator",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "eks.amazonaws.com/instance-gpu-name",
+    "k8s.amazonaws.com/accelerator",
+)
 SUPPORTED_RUNTIMES = ("containerd://", "cri-o://", "docker://")
 SYSTEM_TAINT_PREFIX = "node.kubernetes.io/"
 
 
 class Cluster:
-    """What every node's verification shares, read once: operator pods, policy, RuntimeClasses."""
+    """What every node's verification shares, read once: the GPU stacks and RuntimeClasses."""
 
     def __init__(self, source: ClusterSource, *, config: EngineConfig, playbook: Playbook) -> None:
         self.source, self.config, self.playbook = source, config, playbook
-        ns = config.operator_namespace
         self.unreadable: list[str] = []
-        pods = self._read("Pod", ns)
-        self.policies = self._read("ClusterPolicy", None)
-        self.view = OperatorView.build(namespace=ns, pods=pods or [], policies=self.policies or [])
+        self.view: StackView = load_view(self._read, override=config.operator_namespace)
         self.runtime_classes = self._read("RuntimeClass", None)
 
     def _read(self, kind: str, namespace: str | None) -> list[Obj] | None:
@@ -95,24 +95,23 @@ class Cluster:
             return None
 
     @property
-    def policy_spec(self) -> dict[str, Any]:
-        return ((self.policies or [{}])[0].get("spec")) or {}
-
-    @property
     def runtime_class_name(self) -> str:
-        return str((self.policy_spec.get("operator") or {}).get("runtimeClass") or "nvidia")
+        return self.view.runtime_class
 
 
-def driver_strategy(node: Obj, view: OperatorView) -> str:
+def driver_strategy(node: Obj, view: StackView) -> str:
     """How the node gets its driver: the node-admission checklist's first entry."""
-    if not view.installed:
-        return "pre-installed (no GPU Operator found)"
-    if not view.driver_enabled:
-        return "pre-installed (ClusterPolicy driver.enabled=false)"
-    value = labels(node).get("nvidia.com/gpu.deploy.driver")
-    if value in PREINSTALLED:
-        return f"pre-installed (nvidia.com/gpu.deploy.driver={value})"
-    return "operator-managed"
+    plan = view.plan(node)
+    exp = plan.role("driver")
+    if exp.host:
+        return exp.host
+    if exp.disabled:
+        return f"none: switched off ({exp.disabled})"
+    if exp.serving and exp.serving[0].stack != OPERATOR:
+        return f"GKE-managed (DaemonSet {exp.serving[0].ref})"
+    if OPERATOR in plan.stacks:
+        return "operator-managed"
+    return "pre-installed (no driver DaemonSet serves this node)"
 
 
 def _ready(node: Obj) -> Check:
@@ -190,41 +189,53 @@ def _pod_ready(pod: Obj) -> bool:
     return phase == "Running" and condition_true(pod, "Ready") is True
 
 
-def _operand(node: Obj, component: str, cluster: Cluster, health: NodeHealth) -> Check:
+def _operand(
+    node: Obj, component: str, cluster: Cluster, plan: NodePlan, health: NodeHealth
+) -> Check:
+    """One GPU component on the node, judged by the node's own stack."""
     name = name_of(node)
-    deploy_key, policy_key, layer = OPERANDS[component]
+    layer = OPERANDS[component]
     check = f"{component}-pod"
     view = cluster.view
-    if not view.installed:
-        if cluster.unreadable and any("pods" in u for u in cluster.unreadable):
-            why, status = "cannot read the GPU Operator's pods", CheckStatus.WARN
-        else:
-            why, status = f"no GPU Operator in namespace {view.namespace}", CheckStatus.SKIP
-        return Check(name=check, status=status, summary=why, evidence=cluster.unreadable)
-    if component == "driver" and not view.driver_managed(node):
-        return Check(name=check, status=CheckStatus.SKIP, summary=driver_strategy(node, view))
-    deploy = labels(node).get(f"nvidia.com/gpu.deploy.{deploy_key}")
-    if deploy == "false":
-        return Check(
-            name=check,
-            status=CheckStatus.SKIP,
-            summary=f"disabled on this node (nvidia.com/gpu.deploy.{deploy_key}=false)",
-        )
-    if (cluster.policy_spec.get(policy_key) or {}).get("enabled") is False:
-        return Check(
-            name=check,
-            status=CheckStatus.SKIP,
-            summary=f"disabled in ClusterPolicy ({policy_key}.enabled=false)",
-        )
+    exp = plan.role(component)
+    title = ROLE_TITLES[component]
+    if exp.disabled:
+        return Check(name=check, status=CheckStatus.SKIP, summary=f"switched off ({exp.disabled})")
+    if exp.host:
+        return Check(name=check, status=CheckStatus.SKIP, summary=f"{title} {exp.host}")
     state = component_state(view, name, component)
     pods = view.pods(name, component)
-    refs = [f"pod {view.namespace}/{name_of(p)}" for p in pods]
+    refs = [f"pod {ns_of(p)}/{name_of(p)}" for p in pods]
     if state is None:
+        if exp.paused:
+            return Check(
+                name=check, status=CheckStatus.WARN, summary=f"paused ({exp.paused})", layer=layer
+            )
+        if not exp.expected:
+            if cluster.unreadable and any(
+                "pods" in u or "daemonsets" in u for u in cluster.unreadable
+            ):
+                return Check(
+                    name=check,
+                    status=CheckStatus.WARN,
+                    summary="cannot read the GPU components' pods",
+                    evidence=cluster.unreadable,
+                )
+            why = "; ".join(f"DaemonSet {c.ref} skips it: {w}" for c, w in exp.skipping[:2])
+            return Check(
+                name=check,
+                status=CheckStatus.SKIP,
+                summary=f"not part of this node's GPU stack ({plan.describe()})",
+                evidence=[why] if why else [],
+            )
+        where = f"DaemonSet {exp.serving[0].ref}" if exp.serving else "the GPU Operator"
         return Check(
             name=check,
             status=CheckStatus.FAIL,
             summary=f"no {component} pod runs on the node",
-            evidence=[f"no pod of {component} in {view.namespace} has spec.nodeName={name}"],
+            evidence=[
+                f"{where} should run a {title} pod on {name}, and none has spec.nodeName={name}"
+            ],
             layer=layer,
         )
     if state.ok and all(_pod_ready(p) for p in pods):
@@ -240,17 +251,35 @@ def _operand(node: Obj, component: str, cluster: Cluster, health: NodeHealth) ->
     return Check(name=check, status=CheckStatus.FAIL, summary=text, evidence=evidence, layer=layer)
 
 
-def _labels(node: Obj, health: NodeHealth) -> Check:
+def _labels(node: Obj, health: NodeHealth, plan: NodePlan) -> Check:
     lab = labels(node)
     evidence = [f"{k}={lab[k]}" for k in EXPECTED_LABELS if k in lab]
+    if not plan.role("gfd").expected and OPERATOR not in plan.stacks:
+        # No GPU feature discovery in this node's stack: the cloud's own labels name the GPU.
+        cloud = [f"{k}={lab[k]}" for k in CLOUD_GPU_LABELS if k in lab]
+        if cloud or evidence:
+            return Check(
+                name="labels",
+                status=CheckStatus.PASS,
+                summary="GPU labels present: " + ", ".join(cloud or evidence),
+                evidence=evidence + cloud,
+            )
+        return Check(
+            name="labels",
+            status=CheckStatus.WARN,
+            summary="no GPU feature labels: GPU feature discovery does not run on this node, so "
+            "pods cannot select it by nvidia.com/gpu.product",
+            layer=Layer.DEVICE_PLUGIN,
+        )
     missing = [k for k in EXPECTED_LABELS if not lab.get(k)]
     if lab.get("nvidia.com/gpu.present") not in (None, "true"):
         missing.insert(0, "nvidia.com/gpu.present=true")
     if missing:
+        why = f" ({health.gfd_down})" if health.gfd_down else " (GPU feature discovery)"
         return Check(
             name="labels",
             status=CheckStatus.FAIL,
-            summary=f"missing GPU labels: {', '.join(missing)} (GPU feature discovery)",
+            summary=f"missing GPU labels: {', '.join(missing)}{why}",
             evidence=evidence,
             layer=Layer.DEVICE_PLUGIN,
         )
@@ -279,6 +308,12 @@ def _labels(node: Obj, health: NodeHealth) -> Check:
 
 
 def _resources(node: Obj, health: NodeHealth) -> Check:
+    if health.dra_only and not health.capacity:
+        return Check(
+            name="gpu-resources",
+            status=CheckStatus.PASS,
+            summary="GPUs offered through DRA ResourceSlices (no device plugin by design)",
+        )
     gpu = {k: v for k, v in health.capacity.items() if k == GPU or k.startswith(MIG_PREFIX)}
     alloc = {k: v for k, v in health.allocatable.items() if k == GPU or k.startswith(MIG_PREFIX)}
     names = sorted(set(gpu) | set(alloc))
@@ -342,13 +377,17 @@ def _taints(node: Obj, playbook: Playbook) -> Check:
 def node_checks(node: Obj, cluster: Cluster) -> list[Check]:
     """Every check of the template, lowest layer first (so the first failure routes)."""
     health = assess_node(node, cluster.view)
+    plan = cluster.view.plan(node)
+    plugins = ["device-plugin", "gfd", "dcgm-exporter"]
+    if plan.role("dra-plugin").expected:
+        plugins.insert(1, "dra-plugin")
     return [
         _ready(node),
         _runtime(node),
         _runtime_class(cluster),
-        *(_operand(node, c, cluster, health) for c in ("driver", "toolkit", "validator")),
-        _labels(node, health),
+        *(_operand(node, c, cluster, plan, health) for c in ("driver", "toolkit", "validator")),
+        _labels(node, health, plan),
         _resources(node, health),
-        *(_operand(node, c, cluster, health) for c in ("device-plugin", "gfd", "dcgm-exporter")),
+        *(_operand(node, c, cluster, plan, health) for c in plugins),
         _taints(node, cluster.playbook),
     ]

@@ -9,9 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from triage.kubeobj import GPU, MIG_PREFIX, condition, labels, name_of, parse_time, resources
+from triage.components import GKE, OPERATOR, ROLE_TITLES, Component
+from triage.kubeobj import (
+    GPU,
+    MIG_PREFIX,
+    condition,
+    labels,
+    name_of,
+    ns_of,
+    parse_time,
+    resources,
+)
 from triage.operator import (
-    OperatorView,
+    ComponentState,
     component_state,
     failing_validation,
     gpu_resources,
@@ -19,6 +29,7 @@ from triage.operator import (
     node_ready,
 )
 from triage.source import Obj
+from triage.stacks import Expectation, NodePlan, StackView
 
 
 @dataclass(slots=True)
@@ -27,6 +38,8 @@ class Verdict:
     code: str = ""
     text: str = ""
     detail: list[str] = field(default_factory=list)
+    pod: str = ""  # "namespace/name" of the component pod at fault, if one is
+    values: dict[str, str] = field(default_factory=dict)  # playbook placeholders it fills
 
 
 @dataclass(slots=True)
@@ -51,52 +64,161 @@ class NodeHealth:
     # Healthy, schedulable and every NVIDIA device allocatable: only free resources can
     # stop a pod here (the fast path of placement).
     clean: bool = False
+    stack: str = ""  # the GPU stack serving the node, one line (NodePlan.describe)
+    dra_only: bool = False  # GPUs reach pods here only through DRA ResourceClaims
+    # Why GPU feature discovery's labels may be missing here (disabled, failing), if it is down.
+    gfd_down: str | None = None
+    mig_failed: Verdict | None = None  # the MIG manager could not apply nvidia.com/mig.config
 
     @property
     def mig_resources(self) -> dict[str, int]:
         return {k: v for k, v in self.allocatable.items() if k.startswith(MIG_PREFIX) and v > 0}
 
 
-def _driver_verdict(node: Obj, view: OperatorView, allocatable: dict[str, int]) -> Verdict:
+def _stack_text(exp: Expectation, default: str) -> str:
+    stacks = {c.stack for c in exp.serving}
+    if GKE in stacks:
+        return f"GKE {default}"
+    if OPERATOR in stacks or not stacks:
+        return f"NVIDIA {default}"
+    return default
+
+
+def _state_verdict(code: str, name: str, state: ComponentState, text: str) -> Verdict:
+    return Verdict(False, code, f"node {name}: {text}", state.detail, state.pod)
+
+
+def _ds_values(comp: Component) -> dict[str, str]:
+    return {"daemonset_namespace": comp.namespace, "daemonset_name": comp.name,
+            "component_namespace": comp.namespace}  # fmt: skip
+
+
+def _switch_values(setting: str, component: str) -> dict[str, str]:
+    """What the playbook needs to say how to switch a component back on."""
+    out = {"setting": setting, "component": component}
+    key, _, value = setting.partition("=")
+    if key.startswith("nvidia.com/gpu.deploy.") and value == "false":
+        out["switch_key"] = key
+    return out
+
+
+def _skipped_by(exp: Expectation) -> str:
+    return "; ".join(f"DaemonSet {c.ref} skips it: {why}" for c, why in exp.skipping[:3])
+
+
+def _driver_verdict(
+    node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
+) -> Verdict:
     name = name_of(node)
     ready, why = node_ready(node)
     if not ready:
         return Verdict(False, "driver.node-not-ready", f"node {name} is not Ready: {why}")
     if not is_gpu_node(node):
         return Verdict(True, text="not a GPU node")
-    managed = view.driver_managed(node)
+    exp = plan.role("driver")
+    has_gpus = any(v > 0 for v in allocatable.values())
     driver = component_state(view, name, "driver")
-    if managed and driver is None:
-        return Verdict(
-            False,
-            "driver.pod-missing",
-            f"node {name}: no NVIDIA driver pod runs there although the GPU Operator manages its driver",
-        )
+    title = _stack_text(exp, "driver installer" if GKE in plan.stacks else "driver")
     if driver is not None and not driver.ok:
-        return Verdict(
-            False, "driver.pod-failing", f"node {name}: NVIDIA {driver.text}", driver.detail
-        )
+        text = driver.text.replace("driver pod", f"{title} pod", 1)
+        return _state_verdict("driver.pod-failing", name, driver, text)
+    if driver is None and not has_gpus:
+        missing = _driver_missing(name, exp, plan)
+        if missing is not None:
+            return missing
     toolkit = component_state(view, name, "toolkit")
     if toolkit is not None and not toolkit.ok:
-        return Verdict(
-            False,
+        return _state_verdict(
             "driver.toolkit-failing",
-            f"node {name}: NVIDIA container {toolkit.text} (runtime not configured for GPUs)",
-            toolkit.detail,
+            name,
+            toolkit,
+            f"NVIDIA container {toolkit.text} (runtime not configured for GPUs)",
         )
     stuck = failing_validation(view, name)
-    has_gpus = any(v > 0 for v in allocatable.values())
     if stuck in ("driver-validation", "toolkit-validation", "cuda-validation") and not has_gpus:
         return Verdict(
             False,
             "driver.validation-failed",
             f"node {name}: operator validator stuck at {stuck} and no GPUs advertised",
         )
-    strategy = "operator-managed" if managed else "pre-installed"
-    return Verdict(True, text=f"driver {strategy}, healthy")
+    off = plan.role("toolkit").disabled
+    if off and not has_gpus and _waiting_in(view, name, "toolkit-validation"):
+        return Verdict(
+            False,
+            "driver.component-disabled",
+            f"node {name}: the NVIDIA container toolkit is switched off there ({off}) and the "
+            "GPU components wait for it: nothing configures the container runtime for GPUs",
+            values=_switch_values(off, "NVIDIA container toolkit"),
+        )
+    if exp.host:
+        return Verdict(True, text=f"driver {exp.host}, healthy")
+    return Verdict(True, text="driver operator-managed, healthy" if driver else "driver healthy")
 
 
-def _mig_verdict(node: Obj, view: OperatorView) -> Verdict | None:
+def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | None:
+    """No driver pod on a GPU node that advertises no GPUs: is one missing, switched off, or
+    not this stack's business (a driver in the node image)?"""
+    if exp.expected:
+        source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
+        return Verdict(
+            False,
+            "driver.pod-missing",
+            f"node {name}: no NVIDIA driver pod runs there although the "
+            f"{'GPU Operator' if OPERATOR in plan.stacks else 'cluster'} manages its driver{source}",
+            values=_ds_values(exp.serving[0]) if exp.serving else {},
+        )
+    if exp.disabled and not exp.host:
+        return Verdict(
+            False,
+            "driver.component-disabled",
+            f"node {name}: the GPU Operator's driver is switched off there ({exp.disabled}) and "
+            "no driver is loaded: no GPUs are advertised",
+            values=_switch_values(exp.disabled, "NVIDIA driver"),
+        )
+    if exp.paused:
+        return Verdict(
+            False,
+            "driver.upgrade-in-progress",
+            f"node {name}: NVIDIA driver upgrade in progress ({exp.paused}); its GPUs return "
+            "when the driver pod is back",
+        )
+    if plan.platform == "GKE" and GKE in plan.stacks and not exp.host:
+        return Verdict(
+            False,
+            "driver.not-installed",
+            f"node {name}: GKE does not install the driver on this node (no "
+            "cloud.google.com/gke-gpu-driver-version label) and no NVIDIA driver installer "
+            "pod runs there" + (f"; {_skipped_by(exp)}" if exp.skipping else ""),
+        )
+    return None
+
+
+def _gfd_down(view: StackView, plan: NodePlan, node: str) -> str | None:
+    """Why GPU feature discovery (which writes nvidia.com/gpu.product and friends) is not
+    running on the node, or None when it runs or the node's stack has none."""
+    exp = plan.role("gfd")
+    state = component_state(view, node, "gfd")
+    if state is not None:
+        return None if state.ok else f"{ROLE_TITLES['gfd']} {state.text}"
+    if exp.disabled:
+        return f"{ROLE_TITLES['gfd']} is switched off there ({exp.disabled})"
+    if exp.paused:
+        return f"{ROLE_TITLES['gfd']} is paused ({exp.paused})"
+    if exp.expected:
+        return f"no {ROLE_TITLES['gfd']} pod runs there"
+    return None
+
+
+def _waiting_in(view: StackView, node: str, init: str) -> bool:
+    """Some GPU component pod on the node is stuck in the init container `init`."""
+    for pod in view.node_pods(node):
+        for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+            if cs.get("name") == init and not (cs.get("state") or {}).get("terminated"):
+                return True
+    return False
+
+
+def _mig_verdict(node: Obj, view: StackView) -> Verdict | None:
     lab = labels(node)
     state = lab.get("nvidia.com/mig.config.state")
     config = lab.get("nvidia.com/mig.config", "?")
@@ -105,12 +227,15 @@ def _mig_verdict(node: Obj, view: OperatorView) -> Verdict | None:
     manager = component_state(view, name_of(node), "mig-manager")
     detail = manager.detail if manager is not None else []
     mgr = f"; {manager.text}" if manager is not None else ""
+    pod = manager.pod if manager is not None else ""
     if state == "failed":
         return Verdict(
             False,
-            "device-plugin.mig-config-failed",
-            f"node {name_of(node)}: MIG reconfiguration to {config} failed{mgr}",
+            "driver.mig-config-failed",
+            f"node {name_of(node)}: MIG reconfiguration to {config} failed "
+            f"(nvidia.com/mig.config.state=failed){mgr}",
             detail,
+            pod,
         )
     return Verdict(
         False,
@@ -118,33 +243,85 @@ def _mig_verdict(node: Obj, view: OperatorView) -> Verdict | None:
         f"node {name_of(node)}: MIG reconfiguration to {config} in progress (state {state}); "
         f"its GPUs return when the mig-manager finishes{mgr}",
         detail,
+        pod,
     )
 
 
-def _plugin_verdict(node: Obj, view: OperatorView, allocatable: dict[str, int]) -> Verdict:
+def _plugin_verdict(
+    node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
+) -> Verdict:
     name = name_of(node)
     mig = _mig_verdict(node, view)
-    if mig is not None:
+    if mig is not None and mig.code.startswith("device-plugin."):
         return mig
     plugin = component_state(view, name, "device-plugin")
-    if plugin is None and not view.plugin_deployed(node):
-        # GPUs reach pods some other way here (DRA, or a plugin the operator does not run).
-        return Verdict(True, text="device plugin not deployed on this node (DRA or disabled)")
-    plugin_text = f"; {plugin.text}" if plugin is not None else ""
-    if view.installed and plugin is None and is_gpu_node(node):
-        plugin_text = "; no device-plugin pod runs there"
+    exp = plan.role("device-plugin")
     if not any(v > 0 for v in allocatable.values()):
+        if plugin is not None:
+            return Verdict(
+                False,
+                "device-plugin.no-gpu-resource",
+                f"node {name} advertises no NVIDIA GPUs in Allocatable; {plugin.text}",
+                plugin.detail,
+                plugin.pod,
+            )
+        if plan.dra_only:
+            return Verdict(True, text="GPUs offered through DRA (no device plugin by design)")
+        if is_gpu_node(node):
+            return _plugin_absent(name, exp, plan)
         return Verdict(
             False,
             "device-plugin.no-gpu-resource",
-            f"node {name} advertises no NVIDIA GPUs in Allocatable{plugin_text}",
-            plugin.detail if plugin else [],
+            f"node {name} advertises no NVIDIA GPUs in Allocatable",
         )
     if plugin is not None and not plugin.ok:
-        return Verdict(
-            False, "device-plugin.pod-failing", f"node {name}: {plugin.text}", plugin.detail
-        )
+        return _state_verdict("device-plugin.pod-failing", name, plugin, plugin.text)
     return Verdict(True, text="GPUs advertised")
+
+
+def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> Verdict:
+    """A GPU node advertising no GPUs with no device-plugin pod: say why there is none."""
+    head = f"node {name} advertises no NVIDIA GPUs in Allocatable"
+    if exp.expected or (plan.inferred and OPERATOR in plan.stacks and not exp.disabled):
+        source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
+        return Verdict(
+            False,
+            "device-plugin.pod-missing",
+            f"{head}; no device-plugin pod runs there{source}",
+            values=_ds_values(exp.serving[0]) if exp.serving else {},
+        )
+    if exp.disabled:
+        return Verdict(
+            False,
+            "device-plugin.component-disabled",
+            f"{head}: the device plugin is switched off there ({exp.disabled}), so there is "
+            "no plugin pod to restart",
+            values=_switch_values(exp.disabled, "device plugin"),
+        )
+    if exp.paused:
+        return Verdict(
+            False, "device-plugin.paused", f"{head}: the device plugin is paused ({exp.paused})"
+        )
+    if exp.host:
+        return Verdict(
+            False,
+            "device-plugin.host-plugin",
+            f"{head}; its device plugin {exp.host}, outside Kubernetes: check it on the node",
+        )
+    if exp.skipping:
+        comp, why = exp.skipping[0]
+        return Verdict(
+            False,
+            "device-plugin.not-deployed",
+            f"{head}: no device plugin runs there; {_skipped_by(exp)}",
+            values={**_ds_values(comp), "skip_reason": why},
+        )
+    return Verdict(
+        False,
+        "device-plugin.not-installed",
+        f"{head}: no NVIDIA device plugin is installed for it (no device-plugin DaemonSet of "
+        "the GPU Operator, GKE or NVIDIA's k8s-device-plugin targets it)",
+    )
 
 
 def sharing_note(node: Obj) -> str | None:
@@ -181,15 +358,21 @@ def _joining(
     crashing = any(
         "CrashLoopBackOff" in v.text or "Error" in v.text for v in (health.driver, health.plugin)
     )
-    if minutes < 0 or minutes > grace_minutes or crashing:
+    # A component that is switched off, or that no DaemonSet will ever bring, does not come up
+    # by waiting.
+    lasting = any(v.code.endswith(LASTING) for v in (health.driver, health.plugin))
+    if minutes < 0 or minutes > grace_minutes or crashing or lasting:
         return None
     return (
-        f"node {health.name}: GPUs not registered yet, {minutes:.0f} minute(s) after it became Ready "
-        f"(driver and device plugin usually finish within {grace_minutes} minutes)"
+        f"GPU stack still coming up on node {health.name} (since {minutes:.0f} min): no GPUs "
+        f"registered yet; the driver and device plugin usually finish within {grace_minutes} minutes"
     )
 
 
-def _contradiction(view: OperatorView, health: NodeHealth) -> list[str]:
+LASTING = ("-disabled", ".not-deployed", ".not-installed", ".host-plugin")
+
+
+def _contradiction(view: StackView, health: NodeHealth) -> list[str]:
     """The operator validator and the component pods disagree about the node."""
     validators = view.pods(health.name, "validator")
     if not validators:
@@ -203,8 +386,10 @@ def _contradiction(view: OperatorView, health: NodeHealth) -> list[str]:
     )
     if health.plugin.code.startswith("device-plugin.mig-"):
         return []  # the mig-manager pauses the plugin on purpose while it repartitions
+    if any(v.code.endswith((*LASTING, ".paused")) for v in (health.driver, health.plugin)):
+        return []  # switched off or run elsewhere on purpose: the finding already says so
     components_ok = health.driver.ok and health.plugin.ok
-    pod = f"{view.namespace}/{name_of(validators[0])}"
+    pod = f"{ns_of(validators[0])}/{name_of(validators[0])}"
     if validator_ok and not components_ok:
         failing = health.driver if not health.driver.ok else health.plugin
         return [
@@ -220,19 +405,26 @@ def _contradiction(view: OperatorView, health: NodeHealth) -> list[str]:
 
 
 def assess_node(
-    node: Obj, view: OperatorView, *, now: datetime | None = None, grace_minutes: int = 15
+    node: Obj, view: StackView, *, now: datetime | None = None, grace_minutes: int = 15
 ) -> NodeHealth:
     allocatable = gpu_resources(node, key="allocatable")
     capacity = gpu_resources(node, key="capacity")
+    plan = view.plan(node)
     health = NodeHealth(
         name=name_of(node),
         gpu_node=is_gpu_node(node),
-        driver=_driver_verdict(node, view, allocatable),
-        plugin=_plugin_verdict(node, view, allocatable),
+        driver=_driver_verdict(node, view, plan, allocatable),
+        plugin=_plugin_verdict(node, view, plan, allocatable),
         capacity=capacity,
         allocatable=allocatable,
         allocatable_all=resources((node.get("status") or {}).get("allocatable")),
+        stack=plan.describe(),
+        dra_only=plan.dra_only,
+        gfd_down=_gfd_down(view, plan, name_of(node)),
     )
+    mig = _mig_verdict(node, view)
+    if mig is not None and mig.code.startswith("driver."):
+        health.mig_failed = mig
     for res, cap in capacity.items():
         alloc = allocatable.get(res, 0)
         if alloc < cap:
@@ -251,6 +443,9 @@ def assess_node(
         health.gpu_node,
         health.driver.ok,
         health.plugin.ok,
+        health.dra_only,
+        health.mig_failed is not None,
+        health.gfd_down is not None,
         taints,
         tuple(sorted(health.allocatable_all.items())),
         tuple(sorted(capacity.items())),
@@ -274,6 +469,7 @@ def assess_node(
         and health.driver.ok
         and health.plugin.ok
         and health.joining is None
+        and health.mig_failed is None
         and health.capacity == health.allocatable
         and not (node.get("spec") or {}).get("unschedulable")
     )

@@ -1,14 +1,15 @@
-"""What the GPU Operator says about each node: is it a GPU node, is its driver up, is the
-device plugin advertising GPUs.
+"""GPU node basics and the state of a GPU component's pods on one node.
 
-Node health is judged from object state (node labels, capacity, conditions and the operator's
-per-node pods), never from events alone, so the answer survives event expiry.
+Is the node a GPU node (NVIDIA's, NFD's or a cloud's labels, or GPUs in capacity), is it Ready,
+what does it advertise, and how are the driver, toolkit, device plugin or validator pods on it
+doing, whichever stack runs them (see `triage.stacks`). Judged from object state, never from
+events alone, so the answer survives event expiry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from triage.kubeobj import (
     GPU,
@@ -22,39 +23,34 @@ from triage.kubeobj import (
 )
 from triage.source import Obj
 
-# Component → values of the pod's `app` label (and name prefixes) the operator uses.
-COMPONENTS: dict[str, tuple[str, ...]] = {
-    "driver": ("nvidia-driver-daemonset", "nvidia-vgpu-manager-daemonset"),
-    "toolkit": ("nvidia-container-toolkit-daemonset",),
-    "device-plugin": ("nvidia-device-plugin-daemonset", "nvidia-device-plugin"),
-    "validator": ("nvidia-operator-validator",),
-    "gfd": ("gpu-feature-discovery",),
-    "dcgm-exporter": ("nvidia-dcgm-exporter",),
-    "mig-manager": ("nvidia-mig-manager",),
-}
 PREINSTALLED = ("false", "pre-installed")
 GPU_NODE_LABELS = (
     ("nvidia.com/gpu.present", "true"),
     ("feature.node.kubernetes.io/pci-10de.present", "true"),
+    ("cloud.google.com/gke-gpu", "true"),
+    ("kubernetes.azure.com/accelerator", "nvidia"),
+    ("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"),
+    ("eks.amazonaws.com/instance-gpu-manufacturer", "nvidia"),
 )
-
-
-def component_of(pod: Obj) -> str | None:
-    lab = labels(pod)
-    app = lab.get("app") or lab.get("app.kubernetes.io/component") or ""
-    name = name_of(pod)
-    for comp, prefixes in COMPONENTS.items():
-        if any(app == p or app.startswith(p) or name.startswith(p + "-") for p in prefixes):
-            return comp
-    return None
+GPU_NODE_KEYS = ("cloud.google.com/gke-accelerator", "k8s.amazonaws.com/accelerator")
+# Instance types with NVIDIA GPUs, for nodes no GPU component has labelled yet (an EKS node
+# whose device plugin never started): AWS P and G families (not AMD's g4ad or Graviton's
+# g5g), GCP's accelerator-optimised A2/A3/A4/G2, Azure's NC and ND sizes.
+GPU_INSTANCE_PREFIXES = (
+    "p2.", "p3.", "p3dn.", "p4d.", "p4de.", "p5.", "p5e.", "p5en.", "p6-", "g4dn.", "g5.",
+    "g6.", "g6e.", "g6f.", "gr6.", "a2-", "a3-", "a4-", "g2-", "Standard_NC", "Standard_ND",
+)  # fmt: skip
 
 
 def is_gpu_node(node: Obj) -> bool:
     lab = labels(node)
-    if any(lab.get(k) == v for k, v in GPU_NODE_LABELS):
+    if any(lab.get(k) == v for k, v in GPU_NODE_LABELS) or any(k in lab for k in GPU_NODE_KEYS):
         return True
     cap = (node.get("status") or {}).get("capacity") or {}
-    return any(k == GPU or k.startswith(MIG_PREFIX) for k in cap)
+    if any(k == GPU or k.startswith(MIG_PREFIX) for k in cap):
+        return True
+    itype = lab.get("node.kubernetes.io/instance-type") or ""
+    return itype.startswith(GPU_INSTANCE_PREFIXES)
 
 
 def node_ready(node: Obj) -> tuple[bool, str]:
@@ -68,63 +64,8 @@ def node_ready(node: Obj) -> tuple[bool, str]:
     return False, f"Ready={c.get('status')} ({why}{': ' + msg if msg else ''})"
 
 
-@dataclass
-class OperatorView:
-    """The operator's pods indexed by node, plus cluster-wide driver strategy."""
-
-    namespace: str
-    pods_by_node: dict[str, dict[str, list[Obj]]] = field(default_factory=dict)
-    installed: bool = False
-    driver_enabled: bool = True
-    plugin_enabled: bool = True
-    policy_state: str | None = None
-
-    @classmethod
-    def build(cls, *, namespace: str, pods: Iterable[Obj], policies: list[Obj]) -> OperatorView:
-        view = cls(namespace=namespace)
-        for pod in pods:
-            comp = component_of(pod)
-            node = (pod.get("spec") or {}).get("nodeName")
-            if comp is None:
-                continue
-            view.installed = True
-            if node:
-                view.pods_by_node.setdefault(node, {}).setdefault(comp, []).append(pod)
-        if policies:
-            view.installed = True
-            spec = policies[0].get("spec") or {}
-            view.driver_enabled = (spec.get("driver") or {}).get("enabled", True) is not False
-            view.plugin_enabled = (spec.get("devicePlugin") or {}).get("enabled", True) is not False
-            view.policy_state = (policies[0].get("status") or {}).get("state")
-        return view
-
-    @property
-    def flags(self) -> tuple[str, bool, bool, bool]:
-        """What, besides a node's own operator pods, its health depends on."""
-        return (self.namespace, self.installed, self.driver_enabled, self.plugin_enabled)
-
-    def node_pods(self, node: str) -> tuple[Obj, ...]:
-        """All operator pods on the node, in a stable order (for change detection)."""
-        return tuple(
-            p
-            for comp in sorted(self.pods_by_node.get(node, {}))
-            for p in self.pods_by_node[node][comp]
-        )
-
-    def pods(self, node: str, component: str) -> list[Obj]:
-        return self.pods_by_node.get(node, {}).get(component, [])
-
-    def plugin_deployed(self, node: Obj) -> bool:
-        """False where the device plugin is switched off (DRA nodes, or disabled by policy)."""
-        if not self.plugin_enabled:
-            return False
-        return labels(node).get("nvidia.com/gpu.deploy.device-plugin", "true") != "false"
-
-    def driver_managed(self, node: Obj) -> bool:
-        """False where the driver is pre-installed on the host (so no driver pod is expected)."""
-        if not self.installed or not self.driver_enabled:
-            return False
-        return labels(node).get("nvidia.com/gpu.deploy.driver", "true") not in PREINSTALLED
+class PodsOnNodes(Protocol):
+    def pods(self, node: str, role: str) -> list[Obj]: ...
 
 
 @dataclass
@@ -133,6 +74,7 @@ class ComponentState:
     ok: bool
     text: str  # tenant-safe one-liner
     detail: list[str] = field(default_factory=list)  # operator-only: pod names, messages
+    pod: str = ""  # "namespace/name" of the pod the text is about
 
 
 def _last_termination(pod: Obj) -> str | None:
@@ -152,25 +94,27 @@ def _last_termination(pod: Obj) -> str | None:
     return None
 
 
-def component_state(view: OperatorView, node: str, component: str) -> ComponentState | None:
-    """State of one operator component on a node; None if no such pod runs there."""
+def component_state(view: PodsOnNodes, node: str, component: str) -> ComponentState | None:
+    """State of one GPU component on a node; None if no pod of it is meant for the node."""
     pods = view.pods(node, component)
     if not pods:
         return None
-    problems = []
+    problems: list[tuple[str, str]] = []
     detail = []
     for pod in pods:
         problem = pod_problem(pod)
         ref = f"{ns_of(pod)}/{name_of(pod)}"
         if problem:
-            problems.append(pod_problem(pod, messages=False) or problem)
+            problems.append((pod_problem(pod, messages=False) or problem, ref))
             detail.append(f"pod {ref} on {node}: {problem}")
             last = _last_termination(pod)
             if last:
                 detail.append(f"pod {ref}: {last}")
     if problems:
-        return ComponentState(component, False, f"{component} pod {problems[0]}", detail)
-    return ComponentState(component, True, f"{component} pod running", [])
+        text, ref = problems[0]
+        return ComponentState(component, False, f"{component} pod {text}", detail, ref)
+    ref = f"{ns_of(pods[0])}/{name_of(pods[0])}"
+    return ComponentState(component, True, f"{component} pod running", [], ref)
 
 
 def gpu_resources(node: Obj, *, key: str = "allocatable") -> dict[str, int]:
@@ -178,7 +122,7 @@ def gpu_resources(node: Obj, *, key: str = "allocatable") -> dict[str, int]:
     return {k: v for k, v in resources(raw).items() if k.startswith("nvidia.com/")}
 
 
-def failing_validation(view: OperatorView, node: str) -> str | None:
+def failing_validation(view: PodsOnNodes, node: str) -> str | None:
     """Name of the validator init container that is stuck or failing on the node, if any."""
     for pod in view.pods(node, "validator"):
         for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:

@@ -10,6 +10,7 @@ Two questions per node, kept apart on purpose (the root-cause rule needs both):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from triage.kubeobj import (
     GPU,
@@ -23,7 +24,7 @@ from triage.kubeobj import (
     untolerated_taints,
 )
 from triage.model import Layer
-from triage.nodehealth import NodeHealth, expected_gpu_count
+from triage.nodehealth import NodeHealth, Verdict, expected_gpu_count
 from triage.source import NodeUsage, Obj
 
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.
@@ -53,6 +54,8 @@ class NodeFit:
     text: str = ""
     detail: list[str] | tuple[str, ...] = ()
     gfd_labels_missing: bool = False
+    pod: str = ""  # "namespace/name" of the GPU component pod at fault, if one is
+    values: Mapping[str, str] = MappingProxyType({})  # playbook placeholders it fills
     joining: str | None = None  # set when the node will likely be usable within minutes
     lazy: Callable[[], tuple[str, list[str]]] | None = None
 
@@ -115,12 +118,13 @@ def _static_exclusion(
             node_selector_term_matches(t, node) for t in terms
         )
         if bad or affinity_fails:
-            # Labels that GPU feature discovery writes vanish when the driver is down: a node
-            # that only lacks those labels and has a broken driver is one the pod could use.
+            # Labels that GPU feature discovery writes vanish when the driver is down, and are
+            # never written where GFD is off or failing: a node that only lacks such labels is
+            # one the pod could use.
             gfd_only = not affinity_fails and all(
                 k.startswith("nvidia.com/") and k not in node_labels for k in bad
             )
-            if not (gfd_only and not health.driver.ok):
+            if not (gfd_only and (not health.driver.ok or health.gfd_down)):
                 return "selector mismatch", lambda: _selector_text(pod, node, name), False
             gfd_missing = True
     taints = untolerated_taints(pod, node, ignore=HEALTH_TAINTS)
@@ -133,6 +137,19 @@ def _static_exclusion(
         )
     alloc_all = health.allocatable_all
     for res, want in requests.items():
+        if res.startswith(MIG_PREFIX):
+            why = _mig_unfit(node, health, res)
+            if why is not None:
+                return "no such MIG profile", lambda w=why: w, False
+        elif res == GPU and health.dra_only and not health.capacity.get(GPU):
+            return (
+                "GPUs only through DRA",
+                lambda: (
+                    f"node {name} offers its GPUs only through DRA ResourceClaims (a DRA "
+                    f"kubelet plugin and no device plugin), not as {GPU}"
+                ),
+                False,
+            )
         if res.startswith("nvidia.com/"):
             expected = expected_gpu_count(node, health, res)
             if expected is not None and want > expected:
@@ -150,6 +167,39 @@ def _static_exclusion(
             )
             return "too small", lambda t=text: t, False
     return None if not gfd_missing else ("", None, True)
+
+
+def _mig_unfit(node: Obj, health: NodeHealth, res: str) -> str | None:
+    """Why the node can never offer the MIG profile `res` as it is set up, or None when it
+    offers it or could after a repartition (then its layout is the device plugin's matter)."""
+    if res in health.capacity or res in health.allocatable:
+        return None
+    lab = labels(node)
+    name, profile = health.name, res.removeprefix(MIG_PREFIX)
+    if lab.get("nvidia.com/mig.capable") == "false":
+        return f"node {name}: its GPUs are not MIG-capable (nvidia.com/mig.capable=false)"
+    if lab.get("nvidia.com/mig.config") == "all-disabled":
+        return f"node {name}: MIG is turned off there (nvidia.com/mig.config=all-disabled)"
+    if lab.get("nvidia.com/mig.strategy") == "single":
+        product = lab.get("nvidia.com/gpu.product", "?")
+        return (
+            f"node {name}: MIG single strategy advertises its slices as {GPU} (product "
+            f"{product}), never as {res}"
+        )
+    configured = lab.get("nvidia.com/mig.config") not in (None, "all-disabled")
+    if lab.get("nvidia.com/mig.capable") != "true" and not health.mig_resources and not configured:
+        return f"node {name} has no MIG-capable GPUs"
+    want_gb, memory = _profile_gb(profile), lab.get("nvidia.com/gpu.memory", "")
+    if want_gb is not None and memory.isdigit() and want_gb * 1000 > int(memory) * 1.1:
+        return f"node {name}: its GPUs have {int(memory) // 1024} GiB, less than profile {profile}"
+    return None
+
+
+def _profile_gb(profile: str) -> int | None:
+    """The memory of a MIG profile such as 3g.40gb (40), or None if it is not of that form."""
+    head, _, size = profile.partition(".")
+    digits = size.removesuffix("gb").split("+")[0]
+    return int(digits) if head.endswith("g") and digits.isdigit() else None
 
 
 NO_DRA = "no DRA devices"  # the exclusion of nodes publishing nothing the pod's claims match
@@ -357,14 +407,16 @@ def _dynamic(
         fit.joining = health.joining
         return fit
     if not health.driver.ok and (gpu or health.driver.code == "driver.node-not-ready"):
-        fit.layer, fit.code, fit.text = Layer.DRIVER, health.driver.code, health.driver.text
-        fit.detail = list(health.driver.detail)
+        _blocked_by(fit, Layer.DRIVER, health.driver)
+        return fit
+    if gpu and fit.gfd_labels_missing and health.gfd_down:
+        fit.layer, fit.code = Layer.DEVICE_PLUGIN, "device-plugin.gfd-down"
+        fit.text = f"node {name} lacks the GPU labels the pod selects: {health.gfd_down}"
         return fit
     if gpu:
         plugin = _plugin_block(health, requests, usage)
         if plugin is not None:
-            fit.layer = Layer.DEVICE_PLUGIN
-            fit.code, fit.text, fit.detail = plugin
+            _blocked_by(fit, *plugin)
             return fit
     if dra is not None:
         claim_block = dra(name)
@@ -378,6 +430,11 @@ def _dynamic(
             f"node {name} is cordoned",
         )
     return fit
+
+
+def _blocked_by(fit: NodeFit, layer: Layer, verdict: Verdict) -> None:
+    fit.layer, fit.code, fit.text = layer, verdict.code, verdict.text
+    fit.detail, fit.pod, fit.values = list(verdict.detail), verdict.pod, verdict.values
 
 
 def _insufficient(
@@ -400,10 +457,13 @@ def _shortfall_text(
 
 def _plugin_block(
     health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
-) -> tuple[str, str, list[str]] | None:
+) -> tuple[Layer, Verdict] | None:
+    """What stops the pod's NVIDIA requests on the node, below scheduling: the device plugin
+    (or, for a failed MIG reconfiguration, the operator's MIG manager, routed as the driver)."""
     used = usage.requests if usage else {}
-    if health.plugin.code in ("device-plugin.mig-config-failed", "device-plugin.mig-reconfiguring"):
-        return health.plugin.code, health.plugin.text, list(health.plugin.detail)
+    if health.plugin.code == "device-plugin.mig-reconfiguring":
+        return Layer.DEVICE_PLUGIN, health.plugin
+    name = health.name
     for res, want in requests.items():
         if not res.startswith("nvidia.com/"):
             continue
@@ -414,44 +474,48 @@ def _plugin_block(
                 continue  # the common case, kept cheap: it runs for every candidate node
             free = alloc - used.get(res, 0)
             if free < want <= cap - used.get(res, 0):
-                return (
+                return Layer.DEVICE_PLUGIN, Verdict(
+                    False,
                     "device-plugin.unhealthy-devices",
-                    f"node {health.name}: {res} allocatable {alloc} < capacity {cap} "
+                    f"node {name}: {res} allocatable {alloc} < capacity {cap} "
                     f"({cap - alloc} unhealthy), {used.get(res, 0)} in use, pod needs {want}",
-                    [],
                 )
             continue
+        if health.mig_failed is not None:
+            return Layer.DRIVER, health.mig_failed
         offered = {
             k: v for k, v in health.allocatable.items() if v > 0 and not k.startswith(MIG_PREFIX)
         }
         if offered and not res.startswith(MIG_PREFIX) and health.plugin.ok:
             names = ", ".join(f"{k}: {v}" for k, v in sorted(offered.items()))
-            return (
+            return Layer.DEVICE_PLUGIN, Verdict(
+                False,
                 "device-plugin.resource-renamed",
-                f"node {health.name} advertises {names} but not {res} (GPU sharing renames the resource)",
-                [],
+                f"node {name} advertises {names} but not {res} (GPU sharing renames the resource)",
             )
         # The node offers none of the resource.
         if res == GPU and health.mig_resources:
             mig = ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
-            return (
+            return Layer.DEVICE_PLUGIN, Verdict(
+                False,
                 "device-plugin.mig-only",
-                f"node {health.name} exposes only MIG slices ({mig}), not {GPU}",
-                [],
+                f"node {name} exposes only MIG slices ({mig}), not {GPU}",
             )
         if not health.plugin.ok:
-            return health.plugin.code, health.plugin.text, list(health.plugin.detail)
+            return Layer.DEVICE_PLUGIN, health.plugin
         if res.startswith(MIG_PREFIX):
             layout = (
                 ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
                 or "no MIG slices"
             )
-            return (
+            return Layer.DEVICE_PLUGIN, Verdict(
+                False,
                 "device-plugin.mig-profile-missing",
-                f"node {health.name} is not partitioned into {res} (it offers {layout})",
-                [],
+                f"node {name} is not partitioned into {res} (it offers {layout})",
             )
-        return "device-plugin.no-gpu-resource", f"node {health.name} advertises no {res}", []
+        return Layer.DEVICE_PLUGIN, Verdict(
+            False, "device-plugin.no-gpu-resource", f"node {name} advertises no {res}"
+        )
     # A failing plugin pod on a node that still advertises its GPUs is a side note here.
     return None
 

@@ -32,10 +32,40 @@ class Route(_Strict):
     usergroup: str | None = Field(default=None, pattern=r"^S[A-Z0-9]+$")
 
 
+# The values a triage can fill into steps. A step naming one the triage does not have (no
+# node, no GPU Operator) is left out of that report; a name outside this set is a typo.
+PLACEHOLDERS = frozenset({
+    "namespace", "pod", "resource", "node",
+    "operator_namespace", "cluster_policy", "runtime_class",  # only where the operator runs
+    "component_namespace", "component_pod",  # the GPU component pod at fault
+    "daemonset_namespace", "daemonset_name", "skip_reason",  # the DaemonSet that should serve
+    "setting", "switch_key", "component",  # what switched a component off
+})  # fmt: skip
+# Placeholders that make a step operator-only: tenants do not see GPU component pod names.
+OPERATOR_ONLY = frozenset({"component_pod"})
+
+
+def _placeholders(template: str) -> list[str]:
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+
+
 class LayerPlaybook(_Strict):
     steps: list[str] = Field(min_length=1)
     signals: dict[str, list[str]] = Field(default_factory=dict)
     verification: list[str] = Field(default_factory=list)
+
+    def model_post_init(self, __context: Any) -> None:
+        texts = [*self.steps, *self.verification, *(s for v in self.signals.values() for s in v)]
+        for text in texts:
+            try:
+                unknown = [f for f in _placeholders(text) if f not in PLACEHOLDERS]
+            except ValueError as e:
+                raise ValueError(f"bad placeholder syntax in {text!r}: {e}") from e
+            if unknown:
+                raise ValueError(
+                    f"unknown placeholder {{{unknown[0]}}} in {text!r} "
+                    f"(known: {', '.join(sorted(PLACEHOLDERS))})"
+                )
 
 
 class NodePools(_Strict):
@@ -89,16 +119,22 @@ class Playbook(_Strict):
                     return _owner(route, f"namespace {meta.get('name')} {key}={team}")
         return _owner(self.routes[layer], "default")
 
-    def steps(self, layer: Layer, codes: list[str], **values: str) -> list[str]:
+    def steps(self, layer: Layer, codes: list[str], **values: str) -> tuple[list[str], list[str]]:
+        """(steps anyone may read, operator-only steps): the code-specific steps, then the
+        layer's. A step naming a value this triage does not have (no node, no component pod)
+        is left out rather than shown half filled; one naming a GPU component pod is for
+        operators only."""
         lp = self.layers[layer]
         out: list[str] = []
         for code in codes:
             out.extend(s for s in lp.signals.get(code, []) if s not in out)
         out.extend(s for s in lp.steps if s not in out)
-        return [_fill(s, values) for s in out]
+        public = [s for s in out if not OPERATOR_ONLY.intersection(_placeholders(s))]
+        private = [s for s in out if s not in public]
+        return _filled(public, values), _filled(private, values)
 
     def verification(self, layer: Layer, **values: str) -> list[str]:
-        return [_fill(s, values) for s in self.layers[layer].verification]
+        return _filled(self.layers[layer].verification, values)
 
 
 def _owner(route: Route, source: str) -> OwnerRoute:
@@ -107,13 +143,16 @@ def _owner(route: Route, source: str) -> OwnerRoute:
     )
 
 
-class _Keep(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return "<" + key + ">"
-
-
-def _fill(template: str, values: Mapping[str, str]) -> str:
-    return string.Formatter().vformat(template, (), _Keep(values))
+def _filled(templates: list[str], values: Mapping[str, str]) -> list[str]:
+    out = []
+    for template in templates:
+        try:
+            text = string.Formatter().vformat(template, (), values)
+        except (KeyError, IndexError):
+            continue
+        if text not in out:
+            out.append(text)
+    return out
 
 
 def load_playbook(path: str | Path | None = None) -> Playbook:

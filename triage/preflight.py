@@ -34,7 +34,8 @@ class GpuNode(Frozen):
 
 
 class OperatorState(Frozen):
-    namespace: str
+    namespace: str | None = Field(description="where the GPU Operator runs; None if not found")
+    found_by: str | None = Field(default=None, description="what told us where it runs")
     namespace_exists: bool | None = Field(description="None when namespaces cannot be read")
     installed: bool = Field(description="operator pods or a ClusterPolicy were found")
     cluster_policy_state: str | None = None
@@ -50,6 +51,9 @@ class Preflight(Frozen):
     cpu_nodes: int
     runtime_versions: dict[str, int] = Field(description="containerRuntimeVersion -> GPU nodes")
     operator: OperatorState
+    gpu_stacks: list[str] = Field(
+        default_factory=list, description="where each GPU stack's components were found"
+    )
     missing_permissions: list[str] | None = Field(
         default=None, description="None when not checked (snapshots cannot tell)"
     )
@@ -120,9 +124,15 @@ def preflight(
         problems.append(
             f"RuntimeClass {op.runtime_class} does not exist although the operator is installed"
         )
-    if not op.installed and op.namespace_exists:
+    for ns in _leftover_namespaces(source, op):
         warnings.append(
-            f"namespace {op.namespace} exists but no GPU Operator pods or ClusterPolicy were found"
+            f"namespace {ns} exists but no GPU Operator pods or ClusterPolicy were found"
+        )
+    stacks = cluster.view.describe()
+    if gpu and not stacks:
+        warnings.append(
+            "no GPU component was found (no GPU Operator, GKE, NVIDIA device plugin or DRA "
+            "driver DaemonSet): drivers and device plugins must come from the hosts"
         )
     return Preflight(
         cluster=source.cluster_name,
@@ -130,21 +140,42 @@ def preflight(
         cpu_nodes=len(nodes) - len(gpu),
         runtime_versions=dict(sorted(runtimes.items())),
         operator=op,
+        gpu_stacks=stacks,
         problems=problems,
         warnings=warnings,
     )
 
 
+# Where the GPU Operator is usually installed: Helm's docs, OpenShift's OLM, v1.x operands.
+USUAL_NAMESPACES = ("gpu-operator", "nvidia-gpu-operator", "gpu-operator-resources")
+
+
+def _leftover_namespaces(source: ClusterSource, op: OperatorState) -> list[str]:
+    """The operator's usual namespaces that exist while no operator runs (a half-done
+    install or uninstall)."""
+    if op.installed:
+        return []
+    out = []
+    for ns in dict.fromkeys([*([op.namespace] if op.namespace else []), *USUAL_NAMESPACES]):
+        try:
+            if source.get("Namespace", ns) is not None:
+                out.append(ns)
+        except ForbiddenError:
+            return []
+    return out
+
+
 def _operator_state(source: ClusterSource, cluster: Cluster) -> OperatorState:
     ns = cluster.view.namespace
     try:
-        exists: bool | None = source.get("Namespace", ns) is not None
+        exists: bool | None = ns is not None and source.get("Namespace", ns) is not None
     except ForbiddenError:
         exists = None
     rcs = cluster.runtime_classes
     name = cluster.runtime_class_name
     return OperatorState(
         namespace=ns,
+        found_by=cluster.view.operator.how if cluster.view.operator else None,
         namespace_exists=exists,
         installed=cluster.view.installed,
         cluster_policy_state=cluster.view.policy_state,

@@ -46,6 +46,8 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
         if operator:
             for d in f.detail:
                 lines.append(f"       · {d}")
+    if operator and report.gpu_stack:
+        lines += ["", "GPU stack:"] + [f"  {line}" for line in report.gpu_stack]
     if report.owner is not None:
         o = report.owner
         extra = ", ".join(
@@ -55,9 +57,10 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
             "",
             f"Owner: {o.team}" + (f" ({extra})" if extra else "") + f"  [route: {o.source}]",
         ]
-    if report.remediation:
+    steps = (report.operator_steps if operator else []) + report.remediation
+    if steps:
         lines += ["", "Next steps:"]
-        lines += [f"  {i}. {step}" for i, step in enumerate(report.remediation, 1)]
+        lines += [f"  {i}. {step}" for i, step in enumerate(steps, 1)]
     if report.verification:
         lines += ["", "Verify with:"]
         lines += [f"  $ {cmd}" for cmd in report.verification]

@@ -48,6 +48,9 @@ def assemble(
     node_labels: Callable[[str], dict[str, str]],
     ok_summaries: dict[Layer, str],
     now: datetime | None,
+    gpu_stack: list[str] | None = None,
+    operator_namespace: str | None = None,
+    stack_values: dict[str, str] | None = None,
 ) -> TriageReport:
     subject = target.subject
     gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
@@ -77,7 +80,10 @@ def assemble(
         node=(pod.get("spec") or {}).get("nodeName") if pod is not None else None,
         phase=(pod.get("status") or {}).get("phase") if pod is not None else None,
     )
-    owner, steps, checks = None, [], []
+    owner = None
+    steps: list[str] = []
+    operator_steps: list[str] = []
+    checks: list[str] = []
     if failing is not None:
         finding = next(f for f in findings if f.layer == failing)
         nodes = [n for s in blocking if s.layer == failing for n in s.nodes]
@@ -91,11 +97,19 @@ def assemble(
         values = {
             "namespace": target.namespace,
             "pod": ref.pod or target.name,
-            "node": nodes[0] if nodes else "<node>",
-            "operator_namespace": config.operator_namespace,
             "resource": next(iter(gpu_requests(subject or {})), "nvidia.com/gpu"),
         }
-        steps = playbook.steps(failing, finding.codes, **values)
+        if nodes:
+            values["node"] = nodes[0]
+        if operator_namespace:
+            values["operator_namespace"] = operator_namespace
+        mine = [s for s in blocking if s.layer == failing]
+        at_fault = next((s.pod for s in mine if s.pod), "")
+        if at_fault:
+            values["component_namespace"], _, values["component_pod"] = at_fault.partition("/")
+        values.update(next((s.values for s in mine if s.values), {}))
+        values.update(stack_values or {})
+        steps, operator_steps = playbook.steps(failing, finding.codes, **values)
         checks = playbook.verification(failing, **values)
         headline = f"{failing.value}: {finding.summary}"
     elif headline is None:
@@ -109,7 +123,9 @@ def assemble(
         findings=findings,
         owner=owner,
         remediation=steps,
+        operator_steps=operator_steps,
         verification=checks,
         generated_at=now or datetime.now(UTC),
         notes=notes,
+        gpu_stack=gpu_stack or [],
     )

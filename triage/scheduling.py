@@ -24,6 +24,17 @@ _SUMMARY = {
     "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their GPUs: the NVIDIA driver pod is failing",
     "driver.toolkit-failing": "{n} of {c} node(s) the pod can use have a failing NVIDIA container toolkit",
     "driver.validation-failed": "{n} of {c} node(s) the pod can use fail the operator's driver validation",
+    "driver.component-disabled": "{n} of {c} node(s) the pod can use have their driver or container toolkit switched off by label or policy, and no driver is loaded",
+    "driver.upgrade-in-progress": "{n} of {c} node(s) the pod can use are upgrading their NVIDIA driver",
+    "driver.not-installed": "{n} of {c} node(s) the pod can use have no NVIDIA driver installed",
+    "driver.mig-config-failed": "{n} of {c} node(s) the pod can use failed their MIG reconfiguration (MIG manager)",
+    "device-plugin.pod-missing": "{n} of {c} node(s) the pod can use have no device-plugin pod although one should run there",
+    "device-plugin.component-disabled": "{n} of {c} node(s) the pod can use have their device plugin switched off by label or policy",
+    "device-plugin.paused": "{n} of {c} node(s) the pod can use have their device plugin paused",
+    "device-plugin.host-plugin": "{n} of {c} node(s) the pod can use advertise no GPUs from the device plugin that runs on the host",
+    "device-plugin.not-deployed": "{n} of {c} node(s) the pod can use run no device plugin: no device-plugin DaemonSet targets them",
+    "device-plugin.not-installed": "{n} of {c} node(s) the pod can use run no device plugin: none is installed for them",
+    "device-plugin.gfd-down": "{n} of {c} node(s) the pod could use lack the GPU labels it selects because GPU feature discovery is not running there",
     "device-plugin.no-gpu-resource": "{n} of {c} node(s) the pod can use advertise no GPUs to kubelet (device plugin)",
     "device-plugin.pod-failing": "{n} of {c} node(s) the pod can use have a failing device plugin",
     "device-plugin.mig-only": "{n} of {c} node(s) the pod can use expose only MIG slices, but the pod asks for whole GPUs",
@@ -33,7 +44,6 @@ _SUMMARY = {
     "device-plugin.dra-deviceclass-missing": "the DeviceClass the pod's ResourceClaim asks for does not exist",
     "device-plugin.dra-no-slices": "{n} of {c} node(s) the pod can use publish no ResourceSlice (DRA kubelet plugin not running)",
     "device-plugin.resource-renamed": "{n} of {c} node(s) the pod can use advertise the GPU under another resource name",
-    "device-plugin.mig-config-failed": "{n} of {c} node(s) the pod can use failed their MIG reconfiguration",
     "device-plugin.mig-reconfiguring": "{n} of {c} node(s) the pod can use are being repartitioned (MIG reconfiguration in progress)",
     "scheduling.dra-no-matching-device": "no device on the {n} node(s) the pod can use matches its ResourceClaim",
     "scheduling.dra-devices-allocated": "{n} of {c} node(s) the pod can use have every matching DRA device allocated to other claims",
@@ -45,7 +55,7 @@ SHOWN = 10  # nodes described per reason; the rest are counted
 # Within one layer, the more specific explanation leads the finding.
 _FIRST = (
     "device-plugin.mig-reconfiguring",
-    "device-plugin.mig-config-failed",
+    "driver.mig-config-failed",
     "driver.node-not-ready",
 )
 
@@ -111,6 +121,8 @@ def scheduling_signals(
                 evidence=evidence,
                 detail=[d for _, detail in described for d in detail],
                 nodes=names,
+                pod=next((f.pod for f in group if f.pod), ""),
+                values=dict(next((f.values for f in group if f.values), {})),
             )
         )
 

@@ -20,6 +20,8 @@ class Signal:
     evidence: list[str] = field(default_factory=list)
     detail: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
+    pod: str = ""  # "namespace/name" of the GPU component pod at fault, if one is
+    values: dict[str, str] = field(default_factory=dict)  # playbook placeholders it fills
 
 
 @dataclass

@@ -39,16 +39,27 @@ def test_mig_reconfiguration_in_progress() -> None:
     assert "all-3g.40gb" in " ".join(f.evidence)
 
 
-def test_mig_reconfiguration_failed() -> None:
-    n = node(
+def _mig_failed() -> dict:
+    return node(
         "a1",
         extra_labels={
             "nvidia.com/mig.config": "all-1g.10gb",
             "nvidia.com/mig.config.state": "failed",
         },
     )
-    r = run(n, operator_pods("a1"), pod("train"))
-    assert "device-plugin.mig-config-failed" in r.finding(Layer.DEVICE_PLUGIN).codes
+
+
+def test_mig_reconfiguration_failed_is_the_mig_managers_routed_as_the_driver() -> None:
+    r = run(_mig_failed(), operator_pods("a1"), pod("train", resource="nvidia.com/mig-1g.10gb"))
+    assert r.failing_layer == Layer.DRIVER
+    assert "driver.mig-config-failed" in r.finding(Layer.DRIVER).codes
+    assert "nvidia.com/mig.config.state=failed" in " ".join(r.finding(Layer.DRIVER).evidence)
+    assert r.owner is not None and r.owner.team == "gpu-infrastructure"
+
+
+def test_whole_gpus_a_failed_mig_reconfiguration_left_in_place_still_serve() -> None:
+    r = run(_mig_failed(), operator_pods("a1"), pod("train"))
+    assert r.failing_layer is None
 
 
 def test_whole_gpu_advertised_as_zero_on_a_mixed_mig_node() -> None:
@@ -115,7 +126,8 @@ def test_node_that_just_joined_is_waited_for_not_blamed() -> None:
     r = run(_joined(4), _installing("a1"), pod("train"))
     assert r.failing_layer is None
     assert r.headline.startswith("not blocked, waiting")
-    assert "4 minute(s) after it became Ready" in r.headline
+    assert "GPU stack still coming up on node a1 (since 4 min)" in r.headline
+    assert "the pod has waited 60 min" in r.headline
 
 
 def test_past_the_grace_period_it_is_a_failure() -> None:

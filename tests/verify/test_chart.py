@@ -118,7 +118,8 @@ def test_dockerfile_is_multistage_nonroot_with_healthcheck() -> None:
 
 
 @pytest.mark.skipif(
-    shutil.which("helm") is None, reason="helm is not on PATH (make test installs it through .ci/tools)"
+    shutil.which("helm") is None,
+    reason="helm is not on PATH (make test installs it through .ci/tools)",
 )
 def test_helm_template_renders_both_ways() -> None:
     for flags in (

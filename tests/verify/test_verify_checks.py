@@ -87,7 +87,7 @@ def test_missing_operator_pod_fails_with_its_layer() -> None:
     assert failing(v) == ["device-plugin-pod"]
     assert v.failing_layer == Layer.DEVICE_PLUGIN and v.owner and v.owner.team == "k8s-platform"
     assert v.check("device-plugin-pod").evidence == [
-        f"no pod of device-plugin in {OPNS} has spec.nodeName=g1"
+        "the GPU Operator should run a device plugin pod on g1, and none has spec.nodeName=g1"
     ]
 
 
