@@ -47,7 +47,8 @@ def node(name: str, pool: str, product: str, gpus: int, *, broken: bool) -> Obj:
     taints = []
     if gpus:
         labels |= {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product,
-                   "nvidia.com/gpu.count": str(gpus)}  # fmt: skip
+                   "nvidia.com/gpu.count": str(gpus), "nvidia.com/gpu.deploy.driver": "true",
+                   "nvidia.com/gpu.deploy.device-plugin": "true"}  # fmt: skip
         taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
         if not broken:
             cap["nvidia.com/gpu"] = str(gpus)
@@ -104,6 +105,27 @@ def pod(name: str, ns: str, *, node: str | None, gpu: int, phase: str, **spec_ex
     return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec, "status": status}
 
 
+OPERANDS: dict[str, str] = {
+    "nvidia-driver-daemonset": "driver",
+    "nvidia-device-plugin-daemonset": "device-plugin",
+}
+
+
+def operand_pod(ds: Obj, node: str) -> Obj:
+    """A DaemonSet pod as its controller writes it: owned by the DaemonSet, pinned to `node`."""
+    name = ds["metadata"]["name"]
+    p = pod(f"{name}-{node}", OPERATOR_NS, node=node, gpu=0, phase="Running")
+    p["metadata"]["labels"] = {"app": name}
+    p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                         "name": name, "uid": ds["metadata"]["uid"],
+                                         "controller": True}]  # fmt: skip
+    p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}  # fmt: skip
+    p["spec"]["restartPolicy"] = "Always"
+    return p
+
+
 PENDING_KINDS = (
     "insufficient",  # 16 GPUs: no node has that many
     "wrong-product",  # nodeSelector on a product the cluster does not have
@@ -149,11 +171,26 @@ def cluster(
             objs.append(node(name, pool, product, gpus, broken=broken))
             node_list.append((name, pool, gpus, broken))
         start += count
-    for ds in ("nvidia-driver-daemonset", "nvidia-device-plugin-daemonset"):
-        objs.append({"kind": "DaemonSet", "apiVersion": "apps/v1",
-                     "metadata": _meta(ds, OPERATOR_NS, labels={"app": ds}),
-                     "spec": {"selector": {"matchLabels": {"app": ds}}},
-                     "status": {"desiredNumberScheduled": nodes}})  # fmt: skip
+    policy: Obj = {"kind": "ClusterPolicy", "apiVersion": "nvidia.com/v1",
+              "metadata": _meta("cluster-policy"),
+              "status": {"state": "notReady", "namespace": OPERATOR_NS}}  # fmt: skip
+    objs.append(policy)
+    owner = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "cluster-policy",
+             "uid": policy["metadata"]["uid"], "controller": True}  # fmt: skip
+    daemonsets: dict[str, Obj] = {}
+    for ds, key in OPERANDS.items():  # as the operator creates them: owned, label-selected
+        tolerate = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        daemonsets[ds] = {
+            "kind": "DaemonSet", "apiVersion": "apps/v1",
+            "metadata": _meta(ds, OPERATOR_NS, labels={"app": ds}, ownerReferences=[owner]),
+            "spec": {"selector": {"matchLabels": {"app": ds}},
+                     "template": {"metadata": {"labels": {"app": ds}},
+                                  "spec": {"nodeSelector": {f"nvidia.com/gpu.deploy.{key}": "true"},
+                                           "tolerations": tolerate,
+                                           "containers": [{"name": ds, "image": f"nvcr.io/{ds}"}]}}},
+            "status": {"desiredNumberScheduled": nodes},
+        }  # fmt: skip
+        objs.append(daemonsets[ds])
     teams = [f"team-{t:02d}" for t in range(tenants)]
     full_quota = teams[-1]  # this tenant has used its whole GPU quota
     for t in teams:
@@ -167,17 +204,17 @@ def cluster(
     made = 0
     gpu_nodes = [n for n in node_list if n[2] and not n[3]]
     for name, _pool, gpus, broken in node_list:  # the operator's pods, one per GPU node
-        if made >= pods or not gpus:
-            continue
-        phase = "Running"
-        p = pod(f"nvidia-driver-daemonset-{name}", OPERATOR_NS, node=name, gpu=0, phase=phase)
-        if broken:
-            p["status"]["containerStatuses"][0]["state"] = {
-                "waiting": {"reason": "CrashLoopBackOff", "message": "driver not loaded"}
-            }
-            p["status"]["containerStatuses"][0]["ready"] = False
-        objs.append(p)
-        made += 1
+        for ds in OPERANDS:
+            if made >= pods or not gpus:
+                continue
+            p = operand_pod(daemonsets[ds], name)
+            if broken and ds == "nvidia-driver-daemonset":
+                p["status"]["containerStatuses"][0]["state"] = {
+                    "waiting": {"reason": "CrashLoopBackOff", "message": "driver not loaded"}
+                }
+                p["status"]["containerStatuses"][0]["ready"] = False
+            objs.append(p)
+            made += 1
     free = {n[0]: n[2] for n in gpu_nodes}
     pending: list[tuple[str, str]] = []
     workload = 0

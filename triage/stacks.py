@@ -372,7 +372,7 @@ def load_view(
     read; without any (a snapshot of pods alone, or no permission), every pod is, and the
     pods' own labels say which are GPU components.
     """
-    memo = memo or IdentityMemo()
+    memo = IdentityMemo() if memo is None else memo  # an empty memo is falsy (__len__)
     daemonsets = read("DaemonSet", None) or []
     policies = read("ClusterPolicy", None) or []
     components: list[Component] = memo.get(
