@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from triage.kubeobj import Event
+from triage.kubeobj import Event, labels
 from triage.model import Layer
 from triage.placement import Evaluation, NodeFit, Placement
 from triage.scheduler import latest_failed_scheduling, parse
@@ -63,8 +63,15 @@ _EXCLUSION_CODE = {
     "no DRA devices": "scheduling.dra-no-matching-device",
     "selector mismatch": "scheduling.selector-mismatch",
     "too small": "scheduling.request-too-large",
+    "no such MIG profile": "scheduling.no-mig-profile",
+    "GPUs only through DRA": "scheduling.gpus-only-through-dra",
     "no GPU": "scheduling.no-gpu-nodes",
 }
+# Exclusions of nodes that pass the pod's own selector, affinity and tolerations: what they
+# lack is size or kind of device, and they, not the constraint-excluded nodes, are the cause.
+FIT_CATEGORIES = frozenset(
+    {"too small", "no such MIG profile", "GPUs only through DRA", "no DRA devices"}
+)
 
 
 def scheduling_signals(
@@ -153,8 +160,9 @@ def scheduling_signals(
             )
         )
 
-    # 2. Nodes the pod could never use: their lower-layer problems are side findings.
-    for category, h in nodes.side:
+    # 2. Nodes the pod could never use: their lower-layer problems are side findings (of no
+    # interest to a pod that needs no GPU at all).
+    for category, h in nodes.side if placement.gpu else ():
         verdict = h.driver if not h.driver.ok else h.plugin
         layer = Layer.DRIVER if not h.driver.ok else Layer.DEVICE_PLUGIN
         signals.append(
@@ -174,31 +182,43 @@ def scheduling_signals(
         if is_gpu:
             gpu_counts[category] += len(pool)
 
-    # 3. No candidate at all: a scheduling constraint excludes every node.
+    # 3. No candidate at all. Nodes that pass the pod's own constraints (selector, affinity,
+    # tolerations) but cannot fit it decide; the nodes those constraints exclude are context.
+    # Only when no node passes them is a constraint itself the cause.
     if not nodes.candidates:
-        if not nodes.total or (gpu and not gpu_counts):
-            code = "scheduling.no-gpu-nodes"
+        fitting = Counter({c: n for c, n in counts.items() if c in FIT_CATEGORIES})
+        if fitting:
+            top = fitting.most_common(1)[0][0]
+        elif not nodes.total or (gpu and not gpu_counts):
+            top = ""
         else:
             top = (gpu_counts or counts).most_common(1)[0][0]
-            code = _EXCLUSION_CODE.get(
-                top,
-                "scheduling.untolerated-taint"
-                if top.startswith("untolerated")
-                else "scheduling.selector-mismatch",
-            )
+        code = _exclusion_code(top)
         parts = [f"{n} {cat}" for cat, n in counts.most_common()]
         evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)]
-        for (category, is_gpu), pool in nodes.excluded.items():
-            if is_gpu != bool(gpu_counts):
+        pools = sorted(
+            nodes.excluded.items(),
+            key=lambda kv: (kv[0][0] not in fitting, kv[0][0] != top, kv[0][1] != bool(gpu)),
+        )
+        for (category, is_gpu), pool in pools:
+            if not fitting and placement.gpu and gpu_counts and not is_gpu:
                 continue  # GPU nodes make the examples when there are any
-            evidence.extend(placement.exclusion_text(category, n, h) for n, h in pool[:3])
-            if len(pool) > 3:
-                evidence.append(f"… {len(pool) - 3} more node(s) with the same reason")
+            # Constraint-excluded nodes are context when others pass: one example each.
+            examples = pool[:1] if fitting and category not in fitting else pool[:3]
+            evidence.extend(placement.exclusion_text(category, n, h) for n, h in examples)
+            if len(pool) > len(examples):
+                evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
         if sched_line:
             evidence.insert(0, sched_line)
-        signals.append(
-            Signal(Layer.SCHEDULING, code, _no_candidate_summary(code, gpu), evidence=evidence)
-        )
+        all_nodes = [node for pool in nodes.excluded.values() for node, _ in pool]
+        summary = _no_candidate_summary(code, gpu, missing=_unmatched_labels(pod, all_nodes))
+        if fitting:  # name the nearest miss: the node that passes the constraints
+            (near, health), category = next(
+                (pool[0], cat) for (cat, _), pool in pools if cat == top and pool
+            )
+            miss = placement.exclusion_text(category, near, health).removeprefix("node ")
+            summary += f"; {miss}"
+        signals.append(Signal(Layer.SCHEDULING, code, summary, evidence=evidence))
         return signals
 
     # 4. Usable nodes exist: say so, and trust the scheduler when it still says no.
@@ -247,11 +267,38 @@ def placement_summary(nodes: Evaluation) -> str | None:
     return f"{len(usable)} of {nodes.candidates} node(s) matching the pod can take it now ({names})"
 
 
-def _no_candidate_summary(code: str, gpu: dict[str, int]) -> str:
-    want = ", ".join(f"{v} {k}" for k, v in gpu.items()) or "the pod's requests"
+def _exclusion_code(category: str) -> str:
+    if not category:
+        return "scheduling.no-gpu-nodes"
+    if category.startswith("untolerated"):
+        return "scheduling.untolerated-taint"
+    return _EXCLUSION_CODE.get(category, "scheduling.selector-mismatch")
+
+
+def _unmatched_labels(pod: Obj, nodes: list[Obj]) -> list[str]:
+    """The pod's nodeSelector pairs that no node in the cluster carries."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return [
+        f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in nodes)
+    ]
+
+
+def _no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) -> str:
+    """The scheduling headline when no node can ever take the pod. Every input may be empty:
+    a pod asking no GPU, a selector on affinity alone, a cluster with no node."""
+    want = ", ".join(f"{v} {k}" for k, v in gpu.items())
+    asks = f"pod requests {want}" if want else "the pod requests no GPU"
+    labels_text = ", ".join(missing)
+    kind = "GPU node" if want else "node"
+    if code == "scheduling.selector-mismatch":
+        if labels_text:
+            return f"no {kind} has the label(s) the pod's nodeSelector asks for: {labels_text} ({asks})"
+        return f"no {kind} matches the pod's nodeSelector/affinity ({asks})"
     return {
-        "scheduling.selector-mismatch": f"no GPU node matches the pod's nodeSelector/affinity (pod requests {want})",
-        "scheduling.untolerated-taint": "every GPU node the pod could use carries a taint the pod does not tolerate",
-        "scheduling.request-too-large": f"the pod requests more than any single node offers ({want})",
-        "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod (pod requests {want})",
-    }.get(code, "no node satisfies the pod's placement constraints")
+        "scheduling.untolerated-taint": f"every {kind} the pod could use carries a taint the pod does not tolerate ({asks})",
+        "scheduling.request-too-large": f"the pod asks more than any node it may use can ever offer ({asks})",
+        "scheduling.no-mig-profile": f"no node the pod may use can offer the MIG profile it asks for ({asks})",
+        "scheduling.gpus-only-through-dra": f"the nodes the pod may use offer their GPUs only through DRA ResourceClaims ({asks})",
+        "scheduling.dra-no-matching-device": "no node the pod may use publishes devices for its ResourceClaims",
+        "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod ({asks})",
+    }.get(code, f"no node satisfies the pod's placement constraints ({asks})")
