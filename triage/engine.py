@@ -32,7 +32,7 @@ from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
 from triage.quota import QuotaInput, run_quota_checks
 from triage.report import assemble
-from triage.scheduling import placement_summary, scheduling_signals
+from triage.scheduling import WAITING, placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
 from triage.source import ClusterSource, ForbiddenError, Obj
 from triage.stacks import StackView, load_view
@@ -142,10 +142,13 @@ class _Run:
             self._podless_headline()
         elif not any(s.blocking for s in self.signals):
             joining = next(
-                (s for s in self.signals if s.code == "device-plugin.node-joining"), None
+                (s for s in self.signals if s.code in ("device-plugin.node-joining", *WAITING)),
+                None,
             )
             if joining is not None:
-                self.headline = f"not blocked, waiting: {joining.summary}{self._waited(pod)}"
+                what = joining.summary
+                what = what if what.startswith("waiting") else f"waiting: {what}"
+                self.headline = f"not blocked, {what}{self._waited(pod)}"
         view = self._stack_view()
         return assemble(
             source=self.source,
@@ -299,7 +302,12 @@ class _Run:
         placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
         evaluation = placement.evaluate(nodes, healths, usage)
         signals = scheduling_signals(
-            pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod), events=events
+            pod=pod,
+            placement=placement,
+            nodes=evaluation,
+            gpu=gpu_requests(pod),
+            events=events,
+            now=self.now,
         )
         summary = placement_summary(evaluation)
         if summary:

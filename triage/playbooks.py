@@ -86,6 +86,11 @@ class Playbook(_Strict):
     teams: dict[str, Route] = Field(default_factory=dict)
     namespaces: Namespaces = Field(default_factory=Namespaces)
     node_pools: NodePools = Field(default_factory=NodePools)
+    signal_routes: dict[str, Route] = Field(
+        default_factory=dict,
+        description="owner per signal code, over the layer's (an autoscaler at its limits is "
+        "the platform's, though the layer is scheduling)",
+    )
     layers: dict[Layer, LayerPlaybook]
 
     def model_post_init(self, __context: Any) -> None:
@@ -100,8 +105,13 @@ class Playbook(_Strict):
         *,
         namespace: Mapping[str, Any] | None = None,
         node_labels: list[Mapping[str, str]] | None = None,
+        codes: list[str] | None = None,
     ) -> OwnerRoute:
-        """Owner for a failing layer: node pool override, then namespace team, then default."""
+        """Owner for a failing layer: the first signal code with a route of its own, then the
+        node pool override, then the namespace team, then the layer's default."""
+        for code in codes or []:
+            if code in self.signal_routes:
+                return _owner(self.signal_routes[code], f"signal {code}")
         for lab in node_labels or []:
             for key in self.node_pools.labels:
                 pool = lab.get(key)

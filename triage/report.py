@@ -92,7 +92,10 @@ def assemble(
         except ForbiddenError:
             ns_obj = None
         owner = playbook.route(
-            failing, namespace=ns_obj, node_labels=[node_labels(n) for n in nodes[:5]]
+            failing,
+            namespace=ns_obj,
+            node_labels=[node_labels(n) for n in nodes[:5]],
+            codes=finding.codes[:1],
         )
         values = {
             "namespace": target.namespace,

@@ -91,7 +91,12 @@ def parse(message: str) -> SchedulerMessage | None:
 def latest_failed_scheduling(pod: Obj, events: list[Event]) -> tuple[str, str] | None:
     """(message, where it came from), from the newest event or else the PodScheduled condition."""
     for ev in events:
-        if ev.reason == "FailedScheduling" and ev.message:
+        # Karpenter writes FailedScheduling too, in its own words (triage.autoscaler reads it).
+        if (
+            ev.reason == "FailedScheduling"
+            and ev.message
+            and not ev.message.startswith("Failed to schedule pod")
+        ):
             times = f", seen {ev.count} times" if ev.count > 1 else ""
             return ev.message, f"event FailedScheduling{times}"
     cond = condition(pod, "PodScheduled")

@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from datetime import UTC, datetime
 
+from triage.autoscaler import autoscaler_signals
 from triage.kubeobj import Event, labels
 from triage.model import Layer
 from triage.placement import Evaluation, NodeFit, Placement
@@ -53,6 +55,8 @@ _SUMMARY = {
 SHOWN = 10  # nodes described per reason; the rest are counted
 
 # Within one layer, the more specific explanation leads the finding.
+# Signals that mean "room is on its way": the pod waits, nothing is broken.
+WAITING = frozenset({"scheduling.scale-up-in-progress", "scheduling.preempting"})
 _FIRST = (
     "device-plugin.mig-reconfiguring",
     "driver.mig-config-failed",
@@ -75,6 +79,60 @@ FIT_CATEGORIES = frozenset(
 
 
 def scheduling_signals(
+    *,
+    pod: Obj,
+    placement: Placement,
+    nodes: Evaluation,
+    gpu: dict[str, int],
+    events: list[Event],
+    now: datetime | None = None,
+) -> list[Signal]:
+    usable, joining = nodes.usable, nodes.joining
+    blocked_now = not usable and not joining
+    signals = _signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu, events=events)
+    if not blocked_now or (pod.get("spec") or {}).get("nodeName"):
+        return signals
+    # Nothing can take the pod now: is a node on its way, or why will none come? A node on
+    # its way is the answer; an autoscaler that cannot add one is the cause when nodes that
+    # match the pod are only full (with no such node, the constraint is the more exact cause).
+    first = next((s for s in signals if s.blocking and s.code == "scheduling.insufficient"), None)
+    if first is not None:
+        first.evidence.extend(_preemption_notes(pod))
+    auto = autoscaler_signals(pod, events, now=now or datetime.now(UTC))
+    waiting = [s for s in auto if s.code in WAITING]
+    stuck = [s for s in auto if s.code not in WAITING]
+    if (
+        waiting
+        and nodes.candidates
+        and all(s.layer == Layer.SCHEDULING for s in signals if s.blocking)
+    ):
+        # Room is being made (a node launching, victims leaving): the pod waits, unblocked.
+        for s in (*waiting, *signals):
+            s.blocking = False
+    if nodes.candidates:
+        return [*waiting, *stuck, *signals]
+    return [*waiting, *signals, *stuck]
+
+
+def _preemption_notes(pod: Obj) -> list[str]:
+    """Why preemption will not make room for a pod short of resources, when the pod says."""
+    spec = pod.get("spec") or {}
+    if spec.get("preemptionPolicy") == "Never":
+        return ["the pod's preemptionPolicy is Never: it waits rather than evict other pods"]
+    if not spec.get("priority"):
+        return [
+            "the pod has priority 0"
+            + (
+                f" (PriorityClass {spec['priorityClassName']})"
+                if spec.get("priorityClassName")
+                else " (no PriorityClass)"
+            )
+            + ": preemption can only evict pods of lower (negative) priority for it"
+        ]
+    return []
+
+
+def _signals(
     *,
     pod: Obj,
     placement: Placement,

@@ -88,5 +88,5 @@ def build_finding(
         summary=summary,
         evidence=_clip(evidence, limit),
         detail=_clip(detail, limit),
-        codes=sorted(set(codes)),
+        codes=list(dict.fromkeys(codes)),  # the leading signal's first
     )

@@ -1,0 +1,106 @@
+"""The node autoscaler's and the scheduler's preemption answers (issue 19): a node on its way
+is waiting, an autoscaler that cannot add one is the cause and goes to the platform."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from triage import load_snapshot, triage
+from triage.autoscaler import autoscaler_signals
+from triage.kubeobj import Event
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+NOW = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)
+
+
+def ev(reason: str, message: str, *, minutes_ago: float = 2) -> Event:
+    return Event(reason=reason, message=message, type="Normal", count=1,
+                 last_seen=NOW - timedelta(minutes=minutes_ago), kind="Pod", name="p")  # fmt: skip
+
+
+def codes(events: list[Event], pod: dict | None = None) -> list[str]:  # type: ignore[type-arg]
+    return [s.code for s in autoscaler_signals(pod or {}, events, now=NOW)]
+
+
+def test_max_size_routes_to_the_platform_with_the_group_reason() -> None:
+    r = triage(load_snapshot(FIXTURES / "autoscaler-max-size.yaml"),
+               namespace="team-vision", name="detr-train-0")  # fmt: skip
+    assert r.headline.startswith(
+        "scheduling: cluster-autoscaler cannot add a node: the node groups that fit are at "
+        "their maximum size (1 max node group size reached"
+    )
+    assert r.owner is not None and r.owner.team == "k8s-platform"
+    assert "cluster-autoscaler-status" in r.remediation[0]
+
+
+def test_a_triggered_scale_up_is_waiting_not_blocked() -> None:
+    r = triage(load_snapshot(FIXTURES / "autoscaler-scale-up.yaml"),
+               namespace="team-vision", name="detr-train-0")  # fmt: skip
+    assert r.failing_layer is None
+    assert r.headline.startswith(
+        "not blocked, waiting for a new node: cluster-autoscaler is scaling up "
+        "eks-gpu-a100-2c4b7f 2->3 (max 6)"
+    )
+    assert "the pod has waited 37 min" in r.headline
+
+
+def test_karpenter_limits_name_the_nodepool() -> None:
+    r = triage(load_snapshot(FIXTURES / "karpenter-limits.yaml"),
+               namespace="team-vision", name="detr-train-0")  # fmt: skip
+    assert "NodePool gpu-a100 has reached its limits" in r.headline
+    assert r.owner is not None and r.owner.team == "k8s-platform"
+    # Karpenter's FailedScheduling is not parsed as the scheduler's own message
+    assert not any("Failed to schedule pod" in e and e.startswith("scheduler (")
+                   for f in r.findings for e in f.evidence)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("pod didn't trigger scale-up: 2 max node group size reached", "scheduling.autoscaler-max-size"),
+        ("pod didn't trigger scale-up: 1 in backoff after failed scale-up, 3 node(s) didn't match "
+         "Pod's node affinity/selector", "scheduling.autoscaler-backoff"),
+        ("pod didn't trigger scale-up (it wouldn't fit if a new node is added): 1 Insufficient "
+         "nvidia.com/gpu", "scheduling.autoscaler-no-fit"),
+        ("pod didn't trigger scale-up:", "scheduling.autoscaler-no-fit"),
+    ],
+)  # fmt: skip
+def test_not_triggered_reasons_in_both_wordings(message: str, code: str) -> None:
+    (signal,) = autoscaler_signals({}, [ev("NotTriggerScaleUp", message)], now=NOW)
+    assert signal.code == code
+    assert "()" not in signal.summary and "  " not in signal.summary
+
+
+def test_the_newest_autoscaler_event_wins() -> None:
+    older = ev("NotTriggerScaleUp", "pod didn't trigger scale-up: 1 max node group size reached",
+               minutes_ago=20)  # fmt: skip
+    newer = ev("TriggeredScaleUp", "pod triggered scale-up: [{gpu-a100 1->2 (max: 4)}]")
+    assert codes([older, newer]) == ["scheduling.scale-up-in-progress"]
+    assert codes([newer, older]) == ["scheduling.scale-up-in-progress"]
+
+
+def test_a_scale_up_with_no_node_after_15_minutes_has_stalled() -> None:
+    old = ev("TriggeredScaleUp", "pod triggered scale-up: [{gpu-a100 1->2 (max: 4)}]",
+             minutes_ago=40)  # fmt: skip
+    (signal,) = autoscaler_signals({}, [old], now=NOW)
+    assert signal.code == "scheduling.scale-up-stalled"
+    assert "gpu-a100 1->2 (max 4) (40 min ago)" in signal.summary
+
+
+def test_karpenter_nominated_claim_is_waiting() -> None:
+    nominated = ev("Nominated", "Pod should schedule on: nodeclaim/gpu-a100-x7k2p")
+    (signal,) = autoscaler_signals({}, [nominated], now=NOW)
+    assert signal.code == "scheduling.scale-up-in-progress"
+    assert "nodeclaim/gpu-a100-x7k2p" in signal.summary
+
+
+def test_a_nominated_node_means_preemption_is_making_room() -> None:
+    (signal,) = autoscaler_signals({"status": {"nominatedNodeName": "gpu-a100-02"}}, [], now=NOW)
+    assert signal.code == "scheduling.preempting" and "gpu-a100-02" in signal.summary
+
+
+def test_no_event_no_signal() -> None:
+    assert codes([]) == []

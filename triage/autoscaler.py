@@ -1,0 +1,115 @@
+"""What the node autoscaler and the scheduler's preemption say about a pod that fits nowhere.
+
+On EKS, GKE and AKS most GPU capacity arrives through node autoscaling, so "no node has room"
+is only half an answer: is a node on its way, or can none come? cluster-autoscaler writes
+events on the pod (`TriggeredScaleUp`: "pod triggered scale-up: [{group 1->2 (max: 4)}]";
+`NotTriggerScaleUp`: "pod didn't trigger scale-up: 2 max node group size reached, 1 in
+backoff after failed scale-up, …"); Karpenter writes `Nominated` ("Pod should schedule on:
+nodeclaim/…") and its own `FailedScheduling` ("Failed to schedule pod, incompatible with
+nodepool …, no instance type satisfied resources …" or "all available instance types exceed
+limits for nodepool: …"). The scheduler sets `status.nominatedNodeName` while it preempts.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from triage.kubeobj import Event
+from triage.model import Layer
+from triage.signals import Signal
+from triage.source import Obj
+
+KARPENTER_PREFIX = "Failed to schedule pod"
+# A scale-up this old with the pod still pending has stalled (a GPU node joins in minutes).
+SCALE_UP_GRACE = timedelta(minutes=15)
+_CA_NOT = re.compile(
+    r"pod didn't trigger scale-up(?: \(it wouldn't fit if a new node is added\))?:?\s*(.*)"
+)
+_CA_GROUPS = re.compile(r"\{(\S+) (\d+)->(\d+) \(max: (\d+)\)\}")
+_POOL = re.compile(r'nodepool[:]? "?([\w.-]+)"?')
+
+
+def _age(ev: Event, now: datetime) -> str:
+    if ev.last_seen is None:
+        return ""
+    minutes = max(0, int((now - ev.last_seen).total_seconds() // 60))
+    return f" ({minutes} min ago)" if minutes else " (just now)"
+
+
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def _newest(events: list[Event], *reasons: str) -> Event | None:
+    found = [e for e in events if e.reason in reasons and e.message]
+    return max(found, key=lambda e: e.last_seen or _EPOCH, default=None)
+
+
+def autoscaler_signals(pod: Obj, events: list[Event], *, now: datetime) -> list[Signal]:
+    """Signals for a pod no node can take now: a node on its way (scale-up triggered, a
+    NodeClaim nominated, a preemption under way), or why the autoscaler adds none."""
+    status = pod.get("status") or {}
+    nominated = status.get("nominatedNodeName")
+    if nominated:
+        return [
+            Signal(
+                Layer.SCHEDULING,
+                "scheduling.preempting",
+                f"waiting for lower-priority pods to leave node {nominated}: the scheduler "
+                "nominated it and is preempting them",
+                evidence=[f"pod status.nominatedNodeName={nominated}"],
+                nodes=[str(nominated)],
+            )
+        ]
+    ca = _newest(events, "TriggeredScaleUp", "NotTriggerScaleUp")
+    karpenter = [e for e in events if e.reason == "Nominated" or (
+        e.reason == "FailedScheduling" and e.message.startswith(KARPENTER_PREFIX))]  # fmt: skip
+    kp = _newest(karpenter, "Nominated", "FailedScheduling")
+    out: list[Signal] = []
+    if ca is not None and ca.reason == "TriggeredScaleUp":
+        groups = [f"{g} {a}->{b} (max {m})" for g, a, b, m in _CA_GROUPS.findall(ca.message)]
+        where = ", ".join(groups) or "a node group"
+        if ca.last_seen is not None and now - ca.last_seen > SCALE_UP_GRACE:
+            out.append(Signal(Layer.SCHEDULING, "scheduling.scale-up-stalled",
+                              f"cluster-autoscaler scaled up {where}{_age(ca, now)} but no node "
+                              "has taken the pod since", evidence=[str(ca)]))  # fmt: skip
+        else:
+            out.append(Signal(Layer.SCHEDULING, "scheduling.scale-up-in-progress",
+                              f"waiting for a new node: cluster-autoscaler is scaling up {where}"
+                              f"{_age(ca, now)}", evidence=[str(ca)]))  # fmt: skip
+    elif ca is not None:
+        out.append(_not_triggered(ca, now))
+    if kp is not None and kp.reason == "Nominated":
+        claim = kp.message.rsplit(":", 1)[-1].strip()
+        out.append(Signal(Layer.SCHEDULING, "scheduling.scale-up-in-progress",
+                          f"waiting for a new node: Karpenter launched {claim} for it"
+                          f"{_age(kp, now)}", evidence=[str(kp)]))  # fmt: skip
+    elif kp is not None:
+        pool = _POOL.search(kp.message)
+        name = f"NodePool {pool.group(1)}" if pool else "any NodePool"
+        if "exceed limits" in kp.message:
+            code = "scheduling.karpenter-limits"
+            summary = f"Karpenter cannot add a node: {name} has reached its limits"
+        else:
+            code = "scheduling.karpenter-no-instance-type"
+            summary = f"Karpenter cannot add a node: no instance type of {name} fits the pod"
+        out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=[str(kp)]))
+    return out
+
+
+def _not_triggered(ev: Event, now: datetime) -> Signal:
+    m = _CA_NOT.match(ev.message)
+    reasons = [r.strip() for r in (m.group(1) if m else ev.message).split(",") if r.strip()]
+    max_size = [r for r in reasons if "max node group size reached" in r]
+    backoff = [r for r in reasons if "backoff" in r]
+    if max_size:
+        code = "scheduling.autoscaler-max-size"
+        head = "cluster-autoscaler cannot add a node: the node groups that fit are at their maximum size"
+    elif backoff:
+        code = "scheduling.autoscaler-backoff"
+        head = "cluster-autoscaler cannot add a node: the node groups that fit are in backoff after a failed scale-up"
+    else:
+        code = "scheduling.autoscaler-no-fit"
+        head = "cluster-autoscaler cannot add a node: a new node of any group would not fit the pod either"
+    detail = f" ({'; '.join(reasons)})" if reasons else ""
+    return Signal(Layer.SCHEDULING, code, head + detail + _age(ev, now), evidence=[str(ev)])
