@@ -55,31 +55,29 @@ def test_operator_namespace_override_is_reported_as_such() -> None:
     assert "nvidia-gpu-operator" in r.gpu_stack[0] and "override" in r.gpu_stack[0]
 
 
-def test_preflight_says_where_and_how_the_operator_was_found() -> None:
+def preflight(file: str) -> str:
     p = subprocess.run(
-        [str(BIN), "preflight", "--snapshot", str(FIXTURES / "operator-other-namespace.yaml")],
+        [str(BIN), "preflight", "--snapshot", str(FIXTURES / file)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert "Traceback" not in p.stderr
+    return p.stdout
+
+
+def test_preflight_says_where_and_how_the_operator_was_found() -> None:
     assert (
         "GPU Operator in namespace nvidia-gpu-operator (exists, found by ClusterPolicy "
-        "cluster-policy status.namespace)" in p.stdout
+        "cluster-policy status.namespace)" in preflight("operator-other-namespace.yaml")
     )
 
 
 def test_preflight_on_a_cluster_without_the_operator_names_the_stacks() -> None:
-    p = subprocess.run(
-        [str(BIN), "preflight", "--snapshot", str(FIXTURES / "gke-device-plugin-crash.yaml")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in p.stderr
-    assert "GPU Operator: not found" in p.stdout
-    assert "GPU stack: GKE-managed GPU driver and device plugin: " in p.stdout
-    assert "RuntimeClass" not in p.stdout  # GKE uses none; not a problem to report
+    out = preflight("gke-device-plugin-crash.yaml")
+    assert "GPU Operator: not found" in out
+    assert "GPU stack: GKE-managed GPU driver and device plugin: " in out
+    assert "RuntimeClass" not in out  # GKE uses none; not a problem to report
 
 
 def test_gke_installer_crash_is_the_driver_with_gke_advice() -> None:
