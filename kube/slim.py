@@ -36,15 +36,18 @@ _META = (
 _POD_SPEC = (
     "nodeName", "nodeSelector", "affinity", "tolerations", "overhead", "priority",
     "priorityClassName", "preemptionPolicy", "runtimeClassName", "schedulingGates",
-    "resourceClaims", "schedulerName", "serviceAccountName",
+    "resourceClaims", "schedulerName", "serviceAccountName", "topologySpreadConstraints",
 )  # fmt: skip
-_SHARED_SPEC = ("nodeSelector", "affinity", "tolerations", "overhead", "resourceClaims")
+_SHARED_SPEC = (
+    "nodeSelector", "affinity", "tolerations", "overhead", "resourceClaims",
+    "topologySpreadConstraints",
+)  # fmt: skip
 _INTERNED_SPEC = (
     "nodeName", "priorityClassName", "runtimeClassName", "schedulerName",
     "serviceAccountName", "preemptionPolicy",
 )  # fmt: skip
 _OWNER_REF = ("apiVersion", "kind", "name", "controller")
-_CONTAINER = ("name", "image", "resources", "restartPolicy")
+_CONTAINER = ("name", "image", "resources", "restartPolicy", "ports")
 _POD_STATUS = (
     "phase", "conditions", "reason", "message", "nominatedNodeName", "startTime", "qosClass",
     "resourceClaimStatuses",
@@ -121,6 +124,19 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
     for k in ("containers", "initContainers"):
         if spec.get(k):
             out_spec[k] = sharer.value([_pick(c, _CONTAINER) for c in spec[k]])
+    # Of the volumes, only claims matter (to the volume filters); the service-account token
+    # volume every pod has is unique per pod and would cost ~200 bytes each.
+    claims = [
+        v for v in spec.get("volumes") or () if "persistentVolumeClaim" in v or "ephemeral" in v
+    ]
+    if claims:
+        out_spec["volumes"] = [
+            {
+                "name": sharer.text(v.get("name")),
+                **{k: v[k] for k in ("persistentVolumeClaim", "ephemeral") if k in v},
+            }
+            for v in claims
+        ]
     out_status = _pick(status, _POD_STATUS)
     for k in ("phase", "qosClass", "reason"):
         if k in out_status:

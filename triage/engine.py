@@ -7,12 +7,14 @@ use are side findings. Object state decides; events add evidence when they still
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from itertools import compress, count
 from operator import is_not
 
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
+from triage.filters import PodFilters, needs_filters
 from triage.kubeobj import (
     Event,
     gpu_requests,
@@ -32,9 +34,10 @@ from triage.playbooks import Playbook, load_playbook
 from triage.pods import check_scheduled_pod, terminal_headline
 from triage.quota import QuotaInput, run_quota_checks
 from triage.report import assemble
+from triage.scheduler import latest_failed_scheduling
 from triage.scheduling import WAITING, placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
-from triage.source import ClusterSource, ForbiddenError, Obj
+from triage.source import ClusterSource, ForbiddenError, NodeUsage, Obj
 from triage.stacks import StackView, load_view
 from triage.target import Target, resolve
 
@@ -299,9 +302,13 @@ class _Run:
             # A node whose DRA kubelet plugin is down publishes nothing, yet the pod could use
             # it: it stays a candidate, and its missing ResourceSlice is the device-plugin layer.
             dra_nodes |= {n for n, roles in view.pods_by_node.items() if "dra-plugin" in roles}
-        placement = Placement(pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes)
+        filters = self._filters(pod, events, nodes, usage)
+        pod_level = filters.pod_level() if filters is not None else []
+        placement = Placement(
+            pod=pod, requests=requests, dra=dra_check, only_nodes=dra_nodes, filters=filters
+        )
         evaluation = placement.evaluate(nodes, healths, usage)
-        signals = scheduling_signals(
+        signals = pod_level + scheduling_signals(
             pod=pod,
             placement=placement,
             nodes=evaluation,
@@ -309,14 +316,48 @@ class _Run:
             events=events,
             now=self.now,
         )
+        if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
+            signals = [s for s in signals if s.code != "scheduling.scheduler-reported"]
         summary = placement_summary(evaluation)
-        if summary:
+        if summary and not pod_level:
             self.ok_summaries[Layer.SCHEDULING] = summary
         if not blocking:  # no pod exists yet: admission decides; placement is a look-ahead
             for s in signals:
                 s.blocking = False
                 s.summary = f"once created: {s.summary}"
         self.signals.extend(signals)
+
+    def _filters(
+        self, pod: Obj, events: list[Event], nodes: list[Obj], usage: Mapping[str, NodeUsage]
+    ) -> PodFilters | None:
+        """The volume, port, spread and pod-affinity filters, when any applies to the pod.
+        Running pods' anti-affinity is looked for (a scan of every pod) only when the
+        scheduler reports it."""
+        sched = latest_failed_scheduling(pod, events)
+        existing = sched is not None and "existing pods anti-affinity" in sched[0]
+        if not existing and not needs_filters(pod):
+            return None
+
+        def get(kind: str, name: str, namespace: str | None) -> Obj | None:
+            try:
+                return self.source.get(kind, name, namespace=namespace)
+            except ForbiddenError as e:
+                self._unknown(Layer.SCHEDULING, str(e))
+                return None
+
+        return PodFilters(
+            pod,
+            get=get,
+            read=lambda kind, ns: self.read(kind, ns, layer=Layer.SCHEDULING),
+            events=self.events,
+            nodes=nodes,
+            usage=usage,
+            existing_anti_affinity=existing,
+        )
+
+    def _unknown(self, layer: Layer, reason: str) -> None:
+        if all(u.reason != reason for u in self.unknowns):
+            self.unknowns.append(Unknown(layer, reason))
 
     def _dra(self, pod: Obj, view: StackView) -> tuple[DraCheck | None, set[str] | None]:
         """A per-node check of the pod's unallocated ResourceClaims, and the nodes that publish

@@ -216,6 +216,30 @@ def _match_expression(expr: Obj, values: dict[str, str]) -> bool:
     return False
 
 
+def label_selector_matches(selector: Obj | None, values: dict[str, str]) -> bool:
+    """A metav1.LabelSelector against labels: None matches nothing, {} everything."""
+    if selector is None:
+        return False
+    if any(values.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_match_expression(e, values) for e in selector.get("matchExpressions") or [])
+
+
+def selector_str(selector: Obj | None) -> str:
+    """A label selector the way kubectl's -l takes it: app=web,tier in (a,b)."""
+    if not selector:
+        return "everything" if selector is not None else "nothing"
+    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    for e in selector.get("matchExpressions") or []:
+        op, key, vals = e.get("operator"), e.get("key", ""), ",".join(e.get("values") or [])
+        parts.append(
+            {"In": f"{key} in ({vals})", "NotIn": f"{key} notin ({vals})", "Exists": key}.get(
+                str(op), f"!{key}"
+            )
+        )
+    return ",".join(parts)
+
+
 def node_selector_term_matches(term: Obj, node: Obj) -> bool:
     exprs = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from triage.filters import PodFilters, Refusal
 from triage.kubeobj import (
     GPU,
     MIG_PREFIX,
@@ -282,8 +283,10 @@ class Placement:
         requests: Mapping[str, int],
         dra: DraCheck | None = None,
         only_nodes: set[str] | None = None,
+        filters: PodFilters | None = None,
     ) -> None:
         self.pod, self.requests, self.dra = pod, requests, dra
+        self.filters = filters  # ports, volumes, spread, pod affinity: None when none apply
         self.only_nodes = only_nodes  # DRA: nodes publishing devices for the pod's claims
         self.gpu = wants_gpu(pod, requests)
         self.gpu_resources = tuple(r for r in requests if r.startswith("nvidia.com/"))
@@ -301,7 +304,7 @@ class Placement:
         out = Evaluation(self.requests)
         out.total = len(nodes)
         classes: dict[object, _Class] = {}
-        keys, only, dra = self.keys, self.only_nodes, self.dra
+        keys, only, dra, filters = self.keys, self.only_nodes, self.dra, self.filters
         usable, short, usage_of = out.usable, out.short, usage.get
         # The hot loop: one pass over every node of the cluster on every triage.
         for node, health in zip(nodes, healths, strict=True):
@@ -353,8 +356,14 @@ class Placement:
                 if fit.layer is not None:
                     out.blocked.append(fit)
                     continue
-            if klass.short(use):
+            refusal = filters.before_fit(name) if filters is not None else None
+            if refusal is None and klass.short(use):
                 short.append((health, use))
+                continue
+            if refusal is None and filters is not None:
+                refusal = filters.after_fit(name)
+            if refusal is not None:
+                out.blocked.append(_refused(name, refusal))
             else:
                 usable.append(name)
         return out
@@ -429,6 +438,13 @@ def _dynamic(
             "scheduling.cordoned",
             f"node {name} is cordoned",
         )
+    return fit
+
+
+def _refused(node: str, refusal: Refusal) -> NodeFit:
+    fit = NodeFit(node)
+    fit.layer, fit.code, fit.text = Layer.SCHEDULING, refusal.code, refusal.text
+    fit.detail, fit.values = refusal.detail, refusal.values
     return fit
 
 

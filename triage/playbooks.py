@@ -40,6 +40,7 @@ PLACEHOLDERS = frozenset({
     "component_namespace", "component_pod",  # the GPU component pod at fault
     "daemonset_namespace", "daemonset_name", "skip_reason",  # the DaemonSet that should serve
     "setting", "switch_key", "component",  # what switched a component off
+    "claim", "volume", "storage_class", "driver", "port", "key", "zone", "where",  # filters
 })  # fmt: skip
 # Placeholders that make a step operator-only: tenants do not see GPU component pod names.
 OPERATOR_ONLY = frozenset({"component_pod"})

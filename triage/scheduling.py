@@ -50,8 +50,31 @@ _SUMMARY = {
     "scheduling.dra-no-matching-device": "no device on the {n} node(s) the pod can use matches its ResourceClaim",
     "scheduling.dra-devices-allocated": "{n} of {c} node(s) the pod can use have every matching DRA device allocated to other claims",
     "scheduling.insufficient": "{n} of {c} node(s) the pod can use are short of free resources",
+    "scheduling.node-ports": "{n} of {c} node(s) the pod can use already have host port {port} taken",
+    "scheduling.volume-limit": "{n} of {c} node(s) with room for the pod are at their CSINode attach limit for {driver} volumes",
+    "scheduling.volume-node-affinity": "the pod's volume {volume} (claim {claim}) attaches only where {where}, and none of the {n} node(s) with room for the pod is there",
+    "scheduling.volume-zone": "the pod's volume {volume} (claim {claim}) is in {zone}, and none of the {n} node(s) with room for the pod is there",
+    "scheduling.volume-unavailable": "the pod's claim {claim} (StorageClass {storage_class}) can get no volume on the {n} node(s) with room for the pod",
+    "scheduling.topology-spread": "the pod's topology spread on {key} (maxSkew {max_skew}) rules out the {n} node(s) with room for it: their domains already hold the most pods matching {selector} ({emptiest} holds {fewest})",
+    "scheduling.topology-spread-label": "{n} of {c} node(s) with room for the pod lack the label {key} its topology spread needs",
+    "scheduling.pod-affinity": "none of the {n} node(s) with room for the pod shares a {key} with a pod matching its required pod affinity ({selector})",
+    "scheduling.pod-anti-affinity": "the {n} node(s) with room for the pod share a {key} with pods its required anti-affinity excludes ({selector})",
+    "scheduling.existing-anti-affinity": "the {n} node(s) with room for the pod are in a {key} where running pods' required anti-affinity keeps pods like it out",
 }  # fmt: skip
+# Filters that run after NodeResourcesFit: the nodes they reject have room for the pod, so
+# they, rather than the nodes that are full, explain why it waits.
+AFTER_FIT = frozenset(
+    {"scheduling.volume-limit", "scheduling.volume-node-affinity", "scheduling.volume-zone",
+     "scheduling.volume-unavailable", "scheduling.topology-spread",
+     "scheduling.topology-spread-label", "scheduling.pod-affinity",
+     "scheduling.pod-anti-affinity", "scheduling.existing-anti-affinity"}
+)  # fmt: skip
 
+# The scheduler's reasons this triage judges from objects (triage.scheduler categories).
+MODELLED = frozenset(
+    {"insufficient", "selector", "taint", "cordoned", "preemption", "node name", "volume",
+     "pod affinity", "topology spread", "ports"}
+)  # fmt: skip
 SHOWN = 10  # nodes described per reason; the rest are counted
 
 # Within one layer, the more specific explanation leads the finding.
@@ -163,10 +186,11 @@ def _signals(
         names = [h.name for h, _ in nodes.short]
         groups.append((Layer.SCHEDULING, "scheduling.insufficient", len(names), shown, names))
     for layer, code, n, group, names in sorted(
-        groups, key=lambda g: (g[0].rank, g[1] not in _FIRST, -g[2], g[1])
+        groups, key=lambda g: (g[0].rank, g[1] not in _FIRST, g[1] not in AFTER_FIT, -g[2], g[1])
     ):
         template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
-        summary = template.format(n=n, c=nodes.candidates)
+        values = dict(next((f.values for f in group if f.values), {}))
+        summary = template.format_map({**values, "n": n, "c": nodes.candidates})
         if not blocked_now:
             summary += f" (but {len(usable)} other node(s) can take it)"
         described = [f.describe() for f in group[:SHOWN]]
@@ -187,7 +211,7 @@ def _signals(
                 detail=[d for _, detail in described for d in detail],
                 nodes=names,
                 pod=next((f.pod for f in group if f.pod), ""),
-                values=dict(next((f.values for f in group if f.values), {})),
+                values=values,
             )
         )
 
@@ -292,10 +316,7 @@ def _signals(
         )
     elif usable and sched is not None and not gates:
         parsed = parse(sched[0])
-        unmodelled = sorted(
-            (parsed.categories() if parsed else {"other"})
-            - {"insufficient", "selector", "taint", "cordoned", "preemption"}
-        )
+        unmodelled = sorted((parsed.categories() if parsed else {"other"}) - MODELLED)
         why = (
             f"a constraint this triage does not evaluate applies ({', '.join(unmodelled)})"
             if unmodelled
