@@ -13,9 +13,10 @@ limits for nodepool: …"). The scheduler sets `status.nominatedNodeName` while 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from triage.kubeobj import Event
+from triage.kubeobj import Event, parse_time
 from triage.model import Layer
 from triage.signals import Signal
 from triage.source import Obj
@@ -45,22 +46,24 @@ def _newest(events: list[Event], *reasons: str) -> Event | None:
     return max(found, key=lambda e: e.last_seen or _EPOCH, default=None)
 
 
-def autoscaler_signals(pod: Obj, events: list[Event], *, now: datetime) -> list[Signal]:
+def autoscaler_signals(
+    pod: Obj,
+    events: list[Event],
+    *,
+    now: datetime,
+    victims: list[tuple[str, str]] | None = None,
+    autoscalers: Callable[[], list[str]] | None = None,
+) -> list[Signal]:
     """Signals for a pod no node can take now: a node on its way (scale-up triggered, a
-    NodeClaim nominated, a preemption under way), or why the autoscaler adds none."""
+    NodeClaim nominated, a preemption under way), or why the autoscaler adds none.
+
+    `victims` are the terminating lower-priority pods on the nominated node, as (text a
+    tenant may read, operator-only name); `autoscalers` names the node autoscalers running
+    in the cluster, asked only when neither has said anything about the pod."""
     status = pod.get("status") or {}
     nominated = status.get("nominatedNodeName")
     if nominated:
-        return [
-            Signal(
-                Layer.SCHEDULING,
-                "scheduling.preempting",
-                f"waiting for lower-priority pods to leave node {nominated}: the scheduler "
-                "nominated it and is preempting them",
-                evidence=[f"pod status.nominatedNodeName={nominated}"],
-                nodes=[str(nominated)],
-            )
-        ]
+        return [_preempting(str(nominated), victims or [])]
     ca = _newest(events, "TriggeredScaleUp", "NotTriggerScaleUp")
     karpenter = [e for e in events if e.reason == "Nominated" or (
         e.reason == "FailedScheduling" and e.message.startswith(KARPENTER_PREFIX))]  # fmt: skip
@@ -94,7 +97,58 @@ def autoscaler_signals(pod: Obj, events: list[Event], *, now: datetime) -> list[
             code = "scheduling.karpenter-no-instance-type"
             summary = f"Karpenter cannot add a node: no instance type of {name} fits the pod"
         out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=[str(kp)]))
+    if ca is None and kp is None and autoscalers is not None:
+        waited = _pending_for(pod, now)
+        if waited is not None and waited >= SILENCE:
+            running = autoscalers()
+            if running:
+                minutes = int(waited.total_seconds() // 60)
+                out.append(Signal(
+                    Layer.SCHEDULING, "scheduling.autoscaler-silent",
+                    f"{running[0]} runs but has said nothing about this pod in {minutes} min: "
+                    "it is not acting on it (no scale-up, no reason why not)",
+                    evidence=[f"no TriggeredScaleUp, NotTriggerScaleUp or Karpenter event on the pod; autoscaler: {', '.join(running)}"],
+                ))  # fmt: skip
     return out
+
+
+# Autoscalers answer a pending pod within a scan or two (10 s by default); events expire
+# after an hour, and cluster-autoscaler re-emits NotTriggerScaleUp while the pod waits.
+SILENCE = timedelta(minutes=10)
+
+
+def _pending_for(pod: Obj, now: datetime) -> timedelta | None:
+    """How long the pod has been unschedulable: the PodScheduled condition's age."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            since = parse_time(cond.get("lastTransitionTime"))
+            return now - since if since else None
+    return None
+
+
+def _preempting(node: str, victims: list[tuple[str, str]]) -> Signal:
+    if victims:
+        mine = [text for text, detail in victims if not detail]
+        others = len(victims) - len(mine)
+        named = ", ".join(mine[:5]) + (f" and {len(mine) - 5} more" if len(mine) > 5 else "")
+        parts = [p for p in (named, f"{others} pod(s) in other namespaces" if others else "") if p]
+        return Signal(
+            Layer.SCHEDULING,
+            "scheduling.preempting",
+            f"waiting for {len(victims)} lower-priority pod(s) to leave node {node}: the "
+            "scheduler is preempting them for this pod",
+            evidence=[f"pod status.nominatedNodeName={node}", "terminating: " + "; ".join(parts)],
+            detail=[f"victim on {node}: {d}" for _, d in victims if d],
+            nodes=[node],
+        )
+    return Signal(
+        Layer.SCHEDULING,
+        "scheduling.preempting",
+        f"waiting for node {node}: the scheduler nominated it for this pod; no lower-priority "
+        "pod there is terminating yet",
+        evidence=[f"pod status.nominatedNodeName={node}"],
+        nodes=[node],
+    )
 
 
 def _not_triggered(ev: Event, now: datetime) -> Signal:

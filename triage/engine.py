@@ -315,6 +315,8 @@ class _Run:
             gpu=gpu_requests(pod),
             events=events,
             now=self.now,
+            victims=self._victims(pod, usage),
+            autoscalers=self._autoscalers,
         )
         if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
             signals = [s for s in signals if s.code != "scheduling.scheduler-reported"]
@@ -354,6 +356,38 @@ class _Run:
             usage=usage,
             existing_anti_affinity=existing,
         )
+
+    def _victims(self, pod: Obj, usage: Mapping[str, NodeUsage]) -> list[tuple[str, str]]:
+        """Terminating lower-priority pods on the node the scheduler nominated for `pod`, as
+        (what a tenant may read, operator-only name)."""
+        node = (pod.get("status") or {}).get("nominatedNodeName")
+        use = usage.get(str(node)) if node else None
+        mine = int((pod.get("spec") or {}).get("priority") or 0)
+        out = []
+        for ref in use.pods if use else ():
+            ns, _, name = ref.partition("/")
+            other = self.source.get("Pod", name, namespace=ns)
+            spec = (other or {}).get("spec") or {}
+            if (
+                other is not None
+                and int(spec.get("priority") or 0) < mine
+                and (other.get("metadata") or {}).get("deletionTimestamp")
+            ):
+                out.append(
+                    (ref, "")
+                    if ns == self.target.namespace
+                    else ("a pod in another namespace", ref)
+                )
+        return out
+
+    def _autoscalers(self) -> list[str]:
+        """Node autoscalers running in the cluster, as namespace/Deployment."""
+        return [
+            f"{meta(d).get('namespace')}/{name_of(d)}"
+            for d in self.read("Deployment", None, layer=Layer.SCHEDULING)
+            if any(k in name_of(d) for k in ("cluster-autoscaler", "karpenter"))
+            and ((d.get("status") or {}).get("readyReplicas") or 0) > 0
+        ]
 
     def _unknown(self, layer: Layer, reason: str) -> None:
         if all(u.reason != reason for u in self.unknowns):

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from triage.autoscaler import autoscaler_signals
@@ -109,6 +110,8 @@ def scheduling_signals(
     gpu: dict[str, int],
     events: list[Event],
     now: datetime | None = None,
+    victims: list[tuple[str, str]] | None = None,
+    autoscalers: Callable[[], list[str]] | None = None,
 ) -> list[Signal]:
     usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
@@ -121,7 +124,13 @@ def scheduling_signals(
     first = next((s for s in signals if s.blocking and s.code == "scheduling.insufficient"), None)
     if first is not None:
         first.evidence.extend(_preemption_notes(pod))
-    auto = autoscaler_signals(pod, events, now=now or datetime.now(UTC))
+    auto = autoscaler_signals(
+        pod,
+        events,
+        now=now or datetime.now(UTC),
+        victims=victims,
+        autoscalers=autoscalers if first is not None else None,
+    )
     waiting = [s for s in auto if s.code in WAITING]
     stuck = [s for s in auto if s.code not in WAITING]
     if (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,48 @@ def test_a_nominated_node_means_preemption_is_making_room() -> None:
 
 def test_no_event_no_signal() -> None:
     assert codes([]) == []
+
+
+def _cli(file: str, ns: str, name: str) -> dict[str, Any]:
+    import json
+    import subprocess
+    import sys
+
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    p = subprocess.run(
+        [str(Path(sys.executable).with_name("gpu-triage")), "why-pending", name, "-n", ns,
+         "--snapshot", str(fixtures / file), "--format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    return json.loads(p.stdout)  # type: ignore[no-any-return]
+
+
+def test_an_autoscaler_that_says_nothing_about_a_long_pending_pod_is_not_acting() -> None:
+    report = _cli("autoscaler-silent.yaml", "team-vision", "detr-train-0")
+    sched = next(f for f in report["findings"] if f["layer"] == "scheduling")
+    assert sched["codes"][0] == "scheduling.autoscaler-silent"
+    assert "kube-system/cluster-autoscaler runs but has said nothing" in report["headline"]
+    assert report["owner"]["team"] == "k8s-platform"
+    assert "cluster-autoscaler-status" in " ".join(report["remediation"])
+
+
+def test_a_preempting_pod_waits_for_its_victims_named_only_to_operators() -> None:
+    report = _cli("preempting-victims.yaml", "team-vision", "ranker-0")
+    assert report["failing_layer"] is None
+    assert "waiting for 1 lower-priority pod(s) to leave node gpu-a100-01" in report["headline"]
+    sched = next(f for f in report["findings"] if f["layer"] == "scheduling")
+    assert "terminating: 1 pod(s) in other namespaces" in sched["evidence"]
+    assert not any("llm-sweep" in e for e in sched["evidence"])
+    assert any("victim on gpu-a100-01: team-nlp/llm-sweep-" in d for d in sched["detail"])
+
+
+def test_a_recent_pending_pod_is_not_called_ignored_by_the_autoscaler() -> None:
+    pod = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                      "lastTransitionTime": "2025-01-01T00:55:00Z"}]}}  # fmt: skip
+    now = datetime(2025, 1, 1, 1, 0, tzinfo=UTC)
+    assert autoscaler_signals(pod, [], now=now, autoscalers=lambda: ["kube-system/ca"]) == []
+    later = datetime(2025, 1, 1, 1, 30, tzinfo=UTC)
+    (silent,) = autoscaler_signals(pod, [], now=later, autoscalers=lambda: ["kube-system/ca"])
+    assert silent.code == "scheduling.autoscaler-silent" and "35 min" in silent.summary
+    assert autoscaler_signals(pod, [], now=later, autoscalers=lambda: []) == []
