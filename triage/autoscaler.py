@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from triage.kubeobj import Event, parse_time
+from triage.kubeobj import Event, amount, parse_time
 from triage.model import Layer
 from triage.signals import Signal
 from triage.source import Obj
@@ -53,21 +53,23 @@ def autoscaler_signals(
     now: datetime,
     victims: list[tuple[str, str]] | None = None,
     autoscalers: Callable[[], list[str]] | None = None,
+    karpenter: Callable[[str], list[Obj]] | None = None,
 ) -> list[Signal]:
     """Signals for a pod no node can take now: a node on its way (scale-up triggered, a
     NodeClaim nominated, a preemption under way), or why the autoscaler adds none.
 
     `victims` are the terminating lower-priority pods on the nominated node, as (text a
     tenant may read, operator-only name); `autoscalers` names the node autoscalers running
-    in the cluster, asked only when neither has said anything about the pod."""
+    in the cluster, asked only when neither has said anything about the pod; `karpenter`
+    reads Karpenter's NodePools and NodeClaims (by kind) when its events name one."""
     status = pod.get("status") or {}
     nominated = status.get("nominatedNodeName")
     if nominated:
         return [_preempting(str(nominated), victims or [])]
     ca = _newest(events, "TriggeredScaleUp", "NotTriggerScaleUp")
-    karpenter = [e for e in events if e.reason == "Nominated" or (
+    said = [e for e in events if e.reason == "Nominated" or (
         e.reason == "FailedScheduling" and e.message.startswith(KARPENTER_PREFIX))]  # fmt: skip
-    kp = _newest(karpenter, "Nominated", "FailedScheduling")
+    kp = _newest(said, "Nominated", "FailedScheduling")
     out: list[Signal] = []
     if ca is not None and ca.reason == "TriggeredScaleUp":
         groups = [f"{g} {a}->{b} (max {m})" for g, a, b, m in _CA_GROUPS.findall(ca.message)]
@@ -84,19 +86,21 @@ def autoscaler_signals(
         out.append(_not_triggered(ca, now))
     if kp is not None and kp.reason == "Nominated":
         claim = kp.message.rsplit(":", 1)[-1].strip()
-        out.append(Signal(Layer.SCHEDULING, "scheduling.scale-up-in-progress",
-                          f"waiting for a new node: Karpenter launched {claim} for it"
-                          f"{_age(kp, now)}", evidence=[str(kp)]))  # fmt: skip
+        out.append(_nominated(claim, kp, now, karpenter))
     elif kp is not None:
         pool = _POOL.search(kp.message)
         name = f"NodePool {pool.group(1)}" if pool else "any NodePool"
+        evidence = [str(kp)]
         if "exceed limits" in kp.message:
             code = "scheduling.karpenter-limits"
             summary = f"Karpenter cannot add a node: {name} has reached its limits"
+            for np in karpenter("NodePool") if karpenter and pool else ():
+                if (np.get("metadata") or {}).get("name") == pool.group(1):  # type: ignore[union-attr]
+                    evidence.append(_limits(np))
         else:
             code = "scheduling.karpenter-no-instance-type"
             summary = f"Karpenter cannot add a node: no instance type of {name} fits the pod"
-        out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=[str(kp)]))
+        out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=evidence))
     if ca is None and kp is None and autoscalers is not None:
         waited = _pending_for(pod, now)
         if waited is not None and waited >= SILENCE:
@@ -124,6 +128,60 @@ def _pending_for(pod: Obj, now: datetime) -> timedelta | None:
             since = parse_time(cond.get("lastTransitionTime"))
             return now - since if since else None
     return None
+
+
+def _limits(pool: Obj) -> str:
+    """A NodePool's spec.limits against its status.resources: "nvidia.com/gpu 16/16"."""
+    limits = (pool.get("spec") or {}).get("limits") or {}
+    used = (pool.get("status") or {}).get("resources") or {}
+    parts = []
+    for res, cap in sorted(limits.items()):
+        have = used.get(res, "0")
+        try:
+            full = amount(res, have) >= amount(res, cap)
+        except ValueError:
+            full = False
+        parts.append(f"{res} {have}/{cap}" + (" (reached)" if full else ""))
+    name = (pool.get("metadata") or {}).get("name")
+    return f"NodePool {name} limits (in use/limit): " + (", ".join(parts) or "none set")
+
+
+def _nominated(
+    claim: str, ev: Event, now: datetime, karpenter: Callable[[str], list[Obj]] | None
+) -> Signal:
+    """Karpenter nominated a NodeClaim for the pod: on its way, failed to launch, or stuck
+    before it registered as a node."""
+    name = claim.removeprefix("nodeclaim/")
+    obj = next(
+        (c for c in (karpenter("NodeClaim") if karpenter else ()) if (c.get("metadata") or {}).get("name") == name),
+        None,
+    )  # fmt: skip
+    conds = {c.get("type"): c for c in ((obj or {}).get("status") or {}).get("conditions") or []}
+    launched, registered = conds.get("Launched") or {}, conds.get("Registered") or {}
+    evidence = [str(ev)] + [
+        f"NodeClaim {name} {t}={c.get('status')}"
+        + (f" ({c.get('reason')}: {c.get('message')})" if c.get("message") else "")
+        for t, c in conds.items()
+        if t in ("Launched", "Registered", "Initialized")
+    ]
+    if launched.get("status") == "False" and launched.get("message"):
+        return Signal(Layer.SCHEDULING, "scheduling.karpenter-launch-failed",
+                      f"Karpenter could not launch NodeClaim {name} for the pod: "
+                      f"{launched.get('message')}", evidence=evidence)  # fmt: skip
+    since = parse_time(launched.get("lastTransitionTime"))
+    if (
+        launched.get("status") == "True"
+        and registered.get("status") != "True"
+        and since is not None
+        and now - since > SCALE_UP_GRACE
+    ):
+        minutes = int((now - since).total_seconds() // 60)
+        return Signal(Layer.SCHEDULING, "scheduling.scale-up-stalled",
+                      f"Karpenter launched NodeClaim {name} {minutes} min ago but it has not "
+                      "registered as a node", evidence=evidence)  # fmt: skip
+    return Signal(Layer.SCHEDULING, "scheduling.scale-up-in-progress",
+                  f"waiting for a new node: Karpenter launched {claim} for it{_age(ev, now)}",
+                  evidence=evidence)  # fmt: skip
 
 
 def _preempting(node: str, victims: list[tuple[str, str]]) -> Signal:

@@ -317,6 +317,7 @@ class _Run:
             now=self.now,
             victims=self._victims(pod, usage),
             autoscalers=self._autoscalers,
+            karpenter=lambda kind: self.read(kind, None, layer=Layer.SCHEDULING),
         )
         if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
             signals = [s for s in signals if s.code != "scheduling.scheduler-reported"]

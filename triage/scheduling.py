@@ -112,6 +112,7 @@ def scheduling_signals(
     now: datetime | None = None,
     victims: list[tuple[str, str]] | None = None,
     autoscalers: Callable[[], list[str]] | None = None,
+    karpenter: Callable[[str], list[Obj]] | None = None,
 ) -> list[Signal]:
     usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
@@ -130,6 +131,7 @@ def scheduling_signals(
         now=now or datetime.now(UTC),
         victims=victims,
         autoscalers=autoscalers if first is not None else None,
+        karpenter=karpenter,
     )
     waiting = [s for s in auto if s.code in WAITING]
     stuck = [s for s in auto if s.code not in WAITING]

@@ -66,6 +66,8 @@ KINDS: dict[str, ResourceType] = {
         _rt("ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates"),
         _rt("ResourceSlice", "resource.k8s.io/v1", "resourceslices", namespaced=False),
         _rt("DeviceClass", "resource.k8s.io/v1", "deviceclasses", namespaced=False),
+        _rt("NodePool", "karpenter.sh/v1", "nodepools", namespaced=False),
+        _rt("NodeClaim", "karpenter.sh/v1", "nodeclaims", namespaced=False),
         _rt("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups"),
         _rt("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced=False),
     )

@@ -150,3 +150,20 @@ def test_a_recent_pending_pod_is_not_called_ignored_by_the_autoscaler() -> None:
     (silent,) = autoscaler_signals(pod, [], now=later, autoscalers=lambda: ["kube-system/ca"])
     assert silent.code == "scheduling.autoscaler-silent" and "35 min" in silent.summary
     assert autoscaler_signals(pod, [], now=later, autoscalers=lambda: []) == []
+
+
+def test_a_nodeclaim_that_failed_to_launch_is_the_cause_not_a_wait() -> None:
+    report = _cli("karpenter-launch-failed.yaml", "team-vision", "detr-train-0")
+    assert report["failing_layer"] == "scheduling"
+    assert "could not launch NodeClaim gpu-a100-x7k2p" in report["headline"]
+    assert "InsufficientInstanceCapacity" in report["headline"]
+    assert report["owner"]["team"] == "k8s-platform"
+
+
+def test_the_nodepool_limits_show_which_one_is_reached() -> None:
+    report = _cli("karpenter-limits.yaml", "team-vision", "detr-train-0")
+    sched = next(f for f in report["findings"] if f["layer"] == "scheduling")
+    assert (
+        "NodePool gpu-a100 limits (in use/limit): cpu 192/1000, nvidia.com/gpu 16/16 (reached)"
+        in sched["evidence"]
+    )
