@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kube.client import RawClient, resource_name
 from kube.send import send_json
-from triage.source import KINDS
+from triage.source import KINDS, NAMED
 
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 # get/list for triage; watch for the bot's cache (kube.cache); events are one of KINDS.
@@ -26,19 +26,27 @@ class Permission:
     group: str
     resource: str
     namespace: str | None = None  # None: cluster-wide (all namespaces)
+    name: str | None = None  # one named object (resourceNames), else all
 
     def __str__(self) -> str:
         res = f"{self.resource}.{self.group}" if self.group else self.resource
+        if self.name:
+            res += f" {self.name}"
         where = f" in namespace {self.namespace}" if self.namespace else " (cluster-wide)"
         return f"{self.verb} {res}{where}"
 
 
 def required_reads() -> list[Permission]:
-    """Every read the engine and the bot's cache make: get/list/watch on each of KINDS."""
+    """Every read the engine and the bot's cache make: get/list/watch on each of KINDS, and
+    get on each named object of NAMED."""
     return [
         Permission(verb, rt.group, rt.plural)
         for rt in sorted(KINDS.values(), key=resource_name)
         for verb in READ_VERBS
+    ] + [
+        Permission("get", rt.group, rt.plural, ns, name)
+        for rt, ns, names in NAMED.values()
+        for name in names
     ]
 
 
@@ -51,6 +59,8 @@ def allowed(client: RawClient, perm: Permission) -> tuple[bool, str]:
     attrs: dict[str, str] = {"verb": perm.verb, "group": perm.group, "resource": perm.resource}
     if perm.namespace:
         attrs["namespace"] = perm.namespace
+    if perm.name:
+        attrs["name"] = perm.name
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",

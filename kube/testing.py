@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from triage.source import KINDS, Obj, ResourceType
+from triage.source import ALL_KINDS, Obj, ResourceType
 
 TOKEN = "fake-token"
 
@@ -47,7 +47,7 @@ def _route(path: str) -> tuple[ResourceType, str | None, str | None] | None:
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 2:
         return None
-    for rt in KINDS.values():
+    for rt in ALL_KINDS.values():
         if (rt.group, rt.version, rt.plural) == (group, version, rest[0]):
             return rt, namespace, rest[1] if len(rest) == 2 else None
     return None
@@ -90,7 +90,7 @@ class FakeApiServer:
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.rv = 1
         self.min_rv = 0  # watches from before this get 410 Gone
-        self._res: dict[str, _Resource] = {k: _Resource(rt) for k, rt in KINDS.items()}
+        self._res: dict[str, _Resource] = {k: _Resource(rt) for k, rt in ALL_KINDS.items()}
         self._cond = threading.Condition()
         self._drops = 0
         self._stopping = False

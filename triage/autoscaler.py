@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import yaml
 
 from triage.kubeobj import Event, amount, parse_time
 from triage.model import Layer
@@ -54,6 +57,7 @@ def autoscaler_signals(
     victims: list[tuple[str, str]] | None = None,
     autoscalers: Callable[[], list[str]] | None = None,
     karpenter: Callable[[str], list[Obj]] | None = None,
+    ca_status: Callable[[], Obj | None] | None = None,
 ) -> list[Signal]:
     """Signals for a pod no node can take now: a node on its way (scale-up triggered, a
     NodeClaim nominated, a preemption under way), or why the autoscaler adds none.
@@ -61,7 +65,9 @@ def autoscaler_signals(
     `victims` are the terminating lower-priority pods on the nominated node, as (text a
     tenant may read, operator-only name); `autoscalers` names the node autoscalers running
     in the cluster, asked only when neither has said anything about the pod; `karpenter`
-    reads Karpenter's NodePools and NodeClaims (by kind) when its events name one."""
+    reads Karpenter's NodePools and NodeClaims (by kind) when its events name one;
+    `ca_status` reads cluster-autoscaler's status ConfigMap, asked only when its answer or
+    its silence needs explaining."""
     status = pod.get("status") or {}
     nominated = status.get("nominatedNodeName")
     if nominated:
@@ -84,6 +90,8 @@ def autoscaler_signals(
                               f"{_age(ca, now)}", evidence=[str(ca)]))  # fmt: skip
     elif ca is not None:
         out.append(_not_triggered(ca, now))
+        status = CaStatus.read(ca_status() if ca_status else None)
+        out[-1].evidence.extend(status.groups() if status else [])
     if kp is not None and kp.reason == "Nominated":
         claim = kp.message.rsplit(":", 1)[-1].strip()
         out.append(_nominated(claim, kp, now, karpenter))
@@ -105,6 +113,18 @@ def autoscaler_signals(
         waited = _pending_for(pod, now)
         if waited is not None and waited >= SILENCE:
             running = autoscalers()
+            status = CaStatus.read(ca_status() if ca_status else None)
+            if status is not None and status.age(now) > SILENCE:
+                minutes = int(status.age(now).total_seconds() // 60)
+                out.append(Signal(
+                    Layer.SCHEDULING, "scheduling.autoscaler-down",
+                    f"cluster-autoscaler last updated its status {minutes} min ago: it is not "
+                    "running, so no node will be added for the pod",
+                    evidence=[f"ConfigMap {STATUS_NS}/{STATUS_NAME}: time {status.time}"],
+                ))  # fmt: skip
+                return out
+            if status is not None and not running:
+                running = [f"cluster-autoscaler (ConfigMap {STATUS_NS}/{STATUS_NAME} is current)"]
             if running:
                 minutes = int(waited.total_seconds() // 60)
                 out.append(Signal(
@@ -128,6 +148,60 @@ def _pending_for(pod: Obj, now: datetime) -> timedelta | None:
             since = parse_time(cond.get("lastTransitionTime"))
             return now - since if since else None
     return None
+
+
+STATUS_NS, STATUS_NAME = "kube-system", "cluster-autoscaler-status"
+_GO_TIME = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
+
+
+class CaStatus:
+    """cluster-autoscaler's status ConfigMap: `data.status` is YAML since 1.30 (time,
+    autoscalerStatus, clusterWide, nodeGroups[].health/scaleUp), plain text before."""
+
+    def __init__(self, text: str, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        found = _GO_TIME.search(str(doc.get("time") or text))
+        self.time = f"{found.group(1)} {found.group(2)} UTC" if found else ""
+        self._at = (
+            datetime.fromisoformat(f"{found.group(1)}T{found.group(2)}+00:00") if found else None
+        )
+
+    @classmethod
+    def read(cls, configmap: Obj | None) -> CaStatus | None:
+        text = str(((configmap or {}).get("data") or {}).get("status") or "")
+        if not text:
+            return None
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            doc = None
+        return cls(text, doc if isinstance(doc, dict) else {})
+
+    def age(self, now: datetime) -> timedelta:
+        return now - self._at if self._at else timedelta(0)
+
+    def groups(self, limit: int = 5) -> list[str]:
+        """Node groups at their maximum, in backoff or unhealthy, one line each."""
+        out = []
+        for g in self.doc.get("nodeGroups") or []:
+            health, up = g.get("health") or {}, g.get("scaleUp") or {}
+            target, top = health.get("cloudProviderTarget"), health.get("maxSize")
+            name = str(g.get("name", "?")).rsplit("/", 1)[-1]
+            notes = []
+            if isinstance(target, int) and isinstance(top, int) and target >= top:
+                notes.append(f"at its maximum ({target}/{top} nodes)")
+            if up.get("status") == "Backoff":
+                info = up.get("backoffInfo") or {}
+                notes.append(
+                    f"in backoff: {info.get('errorCode', '?')} {info.get('errorMessage', '')}".rstrip()
+                )
+            if health.get("status") not in (None, "Healthy"):
+                notes.append(f"health {health.get('status')}")
+            if notes:
+                out.append(f"node group {name}: " + "; ".join(notes))
+        if len(out) > limit:
+            out = [*out[:limit], f"… and {len(out) - limit} more node group(s)"]
+        return [f"cluster-autoscaler-status ({self.time}): " + o for o in out]
 
 
 def _limits(pool: Obj) -> str:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from itertools import compress, count
 from operator import is_not
 
+from triage.autoscaler import STATUS_NAME, STATUS_NS
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
 from triage.filters import PodFilters, needs_filters
@@ -37,7 +38,7 @@ from triage.report import assemble
 from triage.scheduler import latest_failed_scheduling
 from triage.scheduling import WAITING, placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
-from triage.source import ClusterSource, ForbiddenError, NodeUsage, Obj
+from triage.source import ClusterSource, ForbiddenError, NodeUsage, Obj, SourceError
 from triage.stacks import StackView, load_view
 from triage.target import Target, resolve
 
@@ -318,6 +319,7 @@ class _Run:
             victims=self._victims(pod, usage),
             autoscalers=self._autoscalers,
             karpenter=lambda kind: self.read(kind, None, layer=Layer.SCHEDULING),
+            ca_status=self._ca_status,
         )
         if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
             signals = [s for s in signals if s.code != "scheduling.scheduler-reported"]
@@ -380,6 +382,14 @@ class _Run:
                     else ("a pod in another namespace", ref)
                 )
         return out
+
+    def _ca_status(self) -> Obj | None:
+        """cluster-autoscaler's status ConfigMap, if it exists and may be read."""
+        try:
+            return self.source.get("ConfigMap", STATUS_NAME, namespace=STATUS_NS)
+        except SourceError as e:
+            self.notes.append(f"cluster-autoscaler status not read ({e})")
+            return None
 
     def _autoscalers(self) -> list[str]:
         """Node autoscalers running in the cluster, as namespace/Deployment."""

@@ -113,6 +113,7 @@ def scheduling_signals(
     victims: list[tuple[str, str]] | None = None,
     autoscalers: Callable[[], list[str]] | None = None,
     karpenter: Callable[[str], list[Obj]] | None = None,
+    ca_status: Callable[[], Obj | None] | None = None,
 ) -> list[Signal]:
     usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
@@ -132,6 +133,7 @@ def scheduling_signals(
         victims=victims,
         autoscalers=autoscalers if first is not None else None,
         karpenter=karpenter,
+        ca_status=ca_status,
     )
     waiting = [s for s in auto if s.code in WAITING]
     stuck = [s for s in auto if s.code not in WAITING]

@@ -74,6 +74,18 @@ KINDS: dict[str, ResourceType] = {
 }
 
 
+# Kinds read one named object at a time, never listed or watched: the RBAC grants `get` on
+# exactly these names (deploy/helm templates/role-named-reads.yaml).
+NAMED: dict[str, tuple[ResourceType, str, tuple[str, ...]]] = {
+    "ConfigMap": (
+        _rt("ConfigMap", "v1", "configmaps"),
+        "kube-system",
+        ("cluster-autoscaler-status",),
+    ),
+}
+ALL_KINDS: dict[str, ResourceType] = {**KINDS, **{k: v[0] for k, v in NAMED.items()}}
+
+
 class SourceError(Exception):
     """Base of every error a cluster source raises. `str(e)` is a one-line user-facing message."""
 
@@ -152,12 +164,12 @@ class MemorySource:
 
     def __init__(self, objects: Iterable[Obj], *, cluster_name: str = "snapshot") -> None:
         self._cluster_name = cluster_name
-        self._by_kind: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in KINDS}
+        self._by_kind: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in ALL_KINDS}
         for obj in objects:
             kind = obj.get("kind")
             if kind in self._by_kind:
                 self._by_kind[kind][key(obj)] = obj
-        self._by_ns: dict[str, dict[str, list[Obj]]] = {k: {} for k in KINDS}
+        self._by_ns: dict[str, dict[str, list[Obj]]] = {k: {} for k in ALL_KINDS}
         for kind, objs in self._by_kind.items():
             for (ns, _), obj in objs.items():
                 self._by_ns[kind].setdefault(ns, []).append(obj)

@@ -167,3 +167,38 @@ def test_the_nodepool_limits_show_which_one_is_reached() -> None:
         "NodePool gpu-a100 limits (in use/limit): cpu 192/1000, nvidia.com/gpu 16/16 (reached)"
         in sched["evidence"]
     )
+
+
+def test_a_stale_autoscaler_status_means_it_is_not_running() -> None:
+    report = _cli("autoscaler-down.yaml", "team-vision", "detr-train-0")
+    assert "cluster-autoscaler last updated its status 186 min ago" in report["headline"]
+    assert report["owner"]["team"] == "k8s-platform"
+
+
+def test_the_status_configmap_names_the_group_at_its_maximum() -> None:
+    report = _cli("autoscaler-max-size.yaml", "team-vision", "detr-train-0")
+    sched = next(f for f in report["findings"] if f["layer"] == "scheduling")
+    assert any("node group eks-gpu-a100-2c4b7f: at its maximum (2/2 nodes)" in e for e in sched["evidence"])  # fmt: skip
+    assert not any("eks-gpu-h100" in e for e in sched["evidence"])  # healthy groups stay out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cluster-autoscaler status at 2025-01-01 00:58:10.1 +0000 UTC:\nCluster-wide:\n  Health: Healthy",
+        "autoscalerStatus: Running\ntime: 2025-01-01 00:58:10.123456789 +0000 UTC\nnodeGroups: [7",
+        "nodeGroups:\n- name: g\n  health: {cloudProviderTarget: 3, maxSize: 3}\n  scaleUp:\n    status: Backoff\n    backoffInfo: {errorCode: QUOTA_EXCEEDED, errorMessage: \"Quota 'GPUS' exceeded\"}\ntime: 2025-01-01 00:58:10 +0000 UTC",
+    ],
+)  # fmt: skip
+def test_status_configmap_in_every_shape_reads_without_error(text: str) -> None:
+    from triage.autoscaler import CaStatus
+
+    status = CaStatus.read({"data": {"status": text}})
+    assert status is not None
+    assert status.age(datetime(2025, 1, 1, 1, 0, tzinfo=UTC)) == timedelta(minutes=1, seconds=50)
+    if "Backoff" in text:
+        assert status.groups() == [
+            "cluster-autoscaler-status (2025-01-01 00:58:10 UTC): node group g: at its maximum "
+            "(3/3 nodes); in backoff: QUOTA_EXCEEDED Quota 'GPUS' exceeded"
+        ]
+    assert CaStatus.read({"data": {}}) is None and CaStatus.read(None) is None

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from triage.source import KINDS
+from triage.source import KINDS, NAMED
 
 CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "gpu-triage"
 TEMPLATES = CHART / "templates"
@@ -48,6 +48,18 @@ def test_clusterrole_reads_exactly_the_engine_kinds() -> None:
     got = block(text, "read rules")
     want = expected_read_rules()
     assert got == want, "update templates/clusterrole.yaml read rules to:\n" + yaml.safe_dump(want)
+
+
+def test_named_reads_get_exactly_the_named_objects_in_their_namespace() -> None:
+    text = (TEMPLATES / "role-named-reads.yaml").read_text()
+    want = [
+        {"apiGroups": [rt.group], "resources": [rt.plural], "resourceNames": list(names),
+         "verbs": ["get"]}
+        for rt, _, names in NAMED.values()
+    ]  # fmt: skip
+    assert block(text, "named reads") == want
+    namespaces = set(re.findall(r"^  namespace: (\S+)$", text, re.M))
+    assert namespaces == {ns for _, ns, _ in NAMED.values()}
 
 
 def test_test_pod_writes_only_when_enabled() -> None:
@@ -142,5 +154,9 @@ def test_helm_template_renders_both_ways() -> None:
             "ServiceAccount",
             "Service",
         } <= kinds
+        named = next(d for d in docs if d["kind"] == "Role")
+        assert named["metadata"]["namespace"] == "kube-system"
+        assert named["rules"][0]["resourceNames"] == ["cluster-autoscaler-status"]
+        assert next(d for d in docs if d["kind"] == "RoleBinding")["roleRef"]["kind"] == "Role"
         role = next(d for d in docs if d["kind"] == "ClusterRole")
         assert role["rules"][: len(expected_read_rules())] == expected_read_rules()

@@ -30,16 +30,21 @@ def client(fake: WriteFake, tmp_path: Path) -> RawClient:
 
 def test_required_reads_cover_every_kind_with_get_list_watch() -> None:
     perms = required_reads()
-    assert len(perms) == 3 * len(KINDS)
-    assert {(p.group, p.resource) for p in perms} == {
+    assert len(perms) == 3 * len(KINDS) + 1
+    assert {(p.group, p.resource) for p in perms if not p.name} == {
         (rt.group, rt.plural) for rt in KINDS.values()
     }
     assert "list events (cluster-wide)" in [str(p) for p in perms]
+    # the status ConfigMap, by name: never every ConfigMap
+    assert [str(p) for p in perms if p.resource == "configmaps"] == [
+        "get configmaps cluster-autoscaler-status in namespace kube-system"
+    ]
 
 
 def test_access_review_lists_exactly_what_is_denied(fake: WriteFake, client: RawClient) -> None:
     assert missing_permissions(client) == []
-    assert len(fake.reviews) == 3 * len(KINDS)
+    assert len(fake.reviews) == 3 * len(KINDS) + 1
+    assert fake.reviews[-1]["name"] == "cluster-autoscaler-status"
     fake.denied |= {("list", "", "events"), ("watch", "nvidia.com", "clusterpolicies")}
     assert missing_permissions(client) == [
         "watch clusterpolicies.nvidia.com (cluster-wide)",
