@@ -591,7 +591,7 @@ class PodFilters:
         ]
         return all(not found for _, _, found in terms) and all(
             label_selector_matches(sel, labels(self.pod))
-            and (self._term_namespaces(t, self.namespace) or {self.namespace}) >= {self.namespace}
+            and _covers(self._term_namespaces(t, self.namespace), self.namespace)
             for t, sel, _ in terms
         )
 
@@ -633,8 +633,7 @@ class PodFilters:
         pod_labels, out = labels(self.pod), []
         for p in self._bound_pods(None):
             for term in _affinity(p, "podAntiAffinity"):
-                spaces = self._term_namespaces(term, ns_of(p))
-                if spaces is not None and self.namespace not in spaces:
+                if not _covers(self._term_namespaces(term, ns_of(p)), self.namespace):
                     continue
                 sel = _with_keys(
                     term.get("labelSelector"), term.get("matchLabelKeys") or [], labels(p)
@@ -658,6 +657,11 @@ class PodFilters:
                     (f"node {node}: anti-affinity of {detail}",) if detail else (),
                 )
         return None
+
+
+def _covers(namespaces: set[str] | None, namespace: str) -> bool:
+    """Whether a term's namespaces (None: all) include `namespace`."""
+    return namespaces is None or namespace in namespaces
 
 
 def _honours_node_affinity(pod: Obj, node: Obj) -> bool:
