@@ -110,30 +110,49 @@ def autoscaler_signals(
             summary = f"Karpenter cannot add a node: no instance type of {name} fits the pod"
         out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=evidence))
     if ca is None and kp is None and autoscalers is not None:
-        waited = _pending_for(pod, now)
-        if waited is not None and waited >= SILENCE:
-            running = autoscalers()
-            status = CaStatus.read(ca_status() if ca_status else None)
-            if status is not None and status.age(now) > SILENCE:
-                minutes = int(status.age(now).total_seconds() // 60)
-                out.append(Signal(
-                    Layer.SCHEDULING, "scheduling.autoscaler-down",
-                    f"cluster-autoscaler last updated its status {minutes} min ago: it is not "
-                    "running, so no node will be added for the pod",
-                    evidence=[f"ConfigMap {STATUS_NS}/{STATUS_NAME}: time {status.time}"],
-                ))  # fmt: skip
-                return out
-            if status is not None and not running:
-                running = [f"cluster-autoscaler (ConfigMap {STATUS_NS}/{STATUS_NAME} is current)"]
-            if running:
-                minutes = int(waited.total_seconds() // 60)
-                out.append(Signal(
-                    Layer.SCHEDULING, "scheduling.autoscaler-silent",
-                    f"{running[0]} runs but has said nothing about this pod in {minutes} min: "
-                    "it is not acting on it (no scale-up, no reason why not)",
-                    evidence=[f"no TriggeredScaleUp, NotTriggerScaleUp or Karpenter event on the pod; autoscaler: {', '.join(running)}"],
-                ))  # fmt: skip
+        silent = _silence(pod, now, autoscalers, ca_status)
+        out.extend([silent] if silent else [])
     return out
+
+
+def _silence(
+    pod: Obj,
+    now: datetime,
+    autoscalers: Callable[[], list[str]],
+    ca_status: Callable[[], Obj | None] | None,
+) -> Signal | None:
+    """Neither autoscaler wrote about a pod waiting for room: is one down, or ignoring it?"""
+    waited = _pending_for(pod, now)
+    if waited is None or waited < SILENCE:
+        return None
+    running = autoscalers()
+    status = CaStatus.read(ca_status() if ca_status else None)
+    where = f"ConfigMap {STATUS_NS}/{STATUS_NAME}"
+    if status is not None and status.age(now) > SILENCE:
+        code = "scheduling.autoscaler-down"
+        summary = (
+            f"cluster-autoscaler last updated its status {_minutes(status.age(now))} min ago: "
+            "it is not running, so no node will be added for the pod"
+        )
+        evidence = [f"{where}: time {status.time}"]
+    elif running or status is not None:
+        running = running or [f"cluster-autoscaler ({where} is current)"]
+        code = "scheduling.autoscaler-silent"
+        summary = (
+            f"{running[0]} runs but has said nothing about this pod in {_minutes(waited)} min: "
+            "it is not acting on it (no scale-up, no reason why not)"
+        )
+        evidence = [
+            "no TriggeredScaleUp, NotTriggerScaleUp or Karpenter event on the pod; "
+            f"autoscaler: {', '.join(running)}"
+        ]
+    else:
+        return None
+    return Signal(Layer.SCHEDULING, code, summary, evidence=evidence)
+
+
+def _minutes(span: timedelta) -> int:
+    return int(span.total_seconds() // 60)
 
 
 # Autoscalers answer a pending pod within a scan or two (10 s by default); events expire

@@ -257,33 +257,11 @@ class PodFilters:
         """Reasons that stop the pod on every node, whatever the node."""
         out = []
         for c in self.claims:
-            if c.pvc is None:
-                how = (
-                    f" (generic ephemeral volume {c.volume}: the ephemeral-volume controller "
-                    "creates it)"
-                    if c.ephemeral
-                    else ""
-                )
-                out.append(
-                    Signal(
-                        Layer.SCHEDULING,
-                        "scheduling.pvc-missing",
-                        f"the pod's PersistentVolumeClaim {c.name} does not exist{how}",
-                        evidence=[f"volume {c.volume} names claim {c.name}"],
-                        values={"claim": c.name},
-                    )
-                )
-            elif (c.pvc.get("metadata") or {}).get("deletionTimestamp"):
-                out.append(
-                    Signal(
-                        Layer.SCHEDULING,
-                        "scheduling.pvc-missing",
-                        f"the pod's PersistentVolumeClaim {c.name} is being deleted",
-                        evidence=[f"claim {c.name} has a deletionTimestamp"],
-                        values={"claim": c.name},
-                    )
-                )
-            elif c.bound and c.pv is None:
+            missing = self._missing(c)
+            if missing is not None or c.pvc is None:
+                out.extend([missing] if missing else [])
+                continue
+            if c.bound and c.pv is None:
                 volume = str(c.pvc["spec"]["volumeName"])
                 out.append(
                     Signal(
@@ -312,6 +290,28 @@ class PodFilters:
                     )
                 )
         return out
+
+    @staticmethod
+    def _missing(c: Claim) -> Signal | None:
+        """The claim does not exist, or is going away."""
+        if c.pvc is not None and not (c.pvc.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        if c.pvc is not None:
+            why, seen = "is being deleted", f"claim {c.name} has a deletionTimestamp"
+        else:
+            why, seen = "does not exist", f"volume {c.volume} names claim {c.name}"
+            if c.ephemeral:
+                why += (
+                    f" (generic ephemeral volume {c.volume}: the ephemeral-volume controller "
+                    "creates it)"
+                )
+        return Signal(
+            Layer.SCHEDULING,
+            "scheduling.pvc-missing",
+            f"the pod's PersistentVolumeClaim {c.name} {why}",
+            evidence=[seen],
+            values={"claim": c.name},
+        )
 
     def _unbound(self, c: Claim, why: str) -> Signal:
         evidence = [
