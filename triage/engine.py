@@ -366,10 +366,13 @@ class _Run:
         node = (pod.get("status") or {}).get("nominatedNodeName")
         use = usage.get(str(node)) if node else None
         mine = int((pod.get("spec") or {}).get("priority") or 0)
-        out = []
+        out: list[tuple[str, str]] = []
         for ref in use.pods if use else ():
             ns, _, name = ref.partition("/")
-            other = self.source.get("Pod", name, namespace=ns)
+            try:
+                other = self.source.get("Pod", name, namespace=ns)
+            except ForbiddenError:
+                return out
             spec = (other or {}).get("spec") or {}
             if (
                 other is not None

@@ -117,7 +117,7 @@ def _claim_names(pod: Obj) -> list[tuple[str, str, bool]]:
         pvc = vol.get("persistentVolumeClaim") or {}
         if pvc.get("claimName"):
             out.append((str(vol.get("name")), str(pvc["claimName"]), False))
-        elif vol.get("ephemeral"):
+        elif vol.get("ephemeral") and name_of(pod):  # a template's claims do not exist yet
             out.append((str(vol.get("name")), f"{name_of(pod)}-{vol.get('name')}", True))
     return out
 
