@@ -14,7 +14,7 @@ from typing import Any
 from kube.client import RawClient, context_namespace, load_client
 from kube.fastjson import gc_paused
 from triage.kubeobj import usage_of
-from triage.source import ALL_KINDS, NodeUsage, Obj, ResourceType, UnavailableError
+from triage.source import ALL_KINDS, KINDS, NodeUsage, Obj, ResourceType, UnavailableError
 
 PAGE_SIZE = 500
 # Groups served by every API server: a 404 there is a server problem, not a missing add-on.
@@ -84,7 +84,7 @@ def list_objects(
 
 def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> list[Obj]:
     """One request: core/v1 events in the namespace about the named object."""
-    rt = ALL_KINDS["Event"]
+    rt = KINDS["Event"]
     selector = f"involvedObject.kind={kind},involvedObject.name={name}"
     body = client.get_json(
         rt, verb="list", namespace=namespace, query=[("fieldSelector", selector)]
@@ -129,7 +129,7 @@ class LiveSource:
     def node_usage(self) -> Mapping[str, NodeUsage]:
         """Requests of non-terminated pods per node, listed once for this instance's lifetime."""
         if self._usage is None:
-            pods, _ = list_objects(self.client, ALL_KINDS["Pod"], field_selector=ACTIVE_PODS)
+            pods, _ = list_objects(self.client, KINDS["Pod"], field_selector=ACTIVE_PODS)
             self._usage = usage_of(pods)
         return self._usage
 

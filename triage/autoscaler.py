@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -49,29 +50,38 @@ def _newest(events: list[Event], *reasons: str) -> Event | None:
     return max(found, key=lambda e: e.last_seen or _EPOCH, default=None)
 
 
+@dataclass(frozen=True)
+class ScalingReads:
+    """What the autoscaler checks may read beyond the pod's events, each asked only when its
+    answer is needed."""
+
+    # terminating lower-priority pods on the nominated node: (text a tenant may read,
+    # operator-only name)
+    victims: list[tuple[str, str]] = field(default_factory=list)
+    # the node autoscalers running in the cluster; None: the pod's silence is not judged
+    autoscalers: Callable[[], list[str]] | None = None
+    karpenter: Callable[[str], list[Obj]] | None = None  # NodePools, NodeClaims by kind
+    ca_status: Callable[[], Obj | None] | None = None  # cluster-autoscaler's status ConfigMap
+
+
+NO_READS = ScalingReads()
+
+
 def autoscaler_signals(
     pod: Obj,
     events: list[Event],
     *,
     now: datetime,
-    victims: list[tuple[str, str]] | None = None,
-    autoscalers: Callable[[], list[str]] | None = None,
-    karpenter: Callable[[str], list[Obj]] | None = None,
-    ca_status: Callable[[], Obj | None] | None = None,
+    reads: ScalingReads = NO_READS,
 ) -> list[Signal]:
     """Signals for a pod no node can take now: a node on its way (scale-up triggered, a
     NodeClaim nominated, a preemption under way), or why the autoscaler adds none.
 
-    `victims` are the terminating lower-priority pods on the nominated node, as (text a
-    tenant may read, operator-only name); `autoscalers` names the node autoscalers running
-    in the cluster, asked only when neither has said anything about the pod; `karpenter`
-    reads Karpenter's NodePools and NodeClaims (by kind) when its events name one;
-    `ca_status` reads cluster-autoscaler's status ConfigMap, asked only when its answer or
-    its silence needs explaining."""
+    `reads` is what may be looked at beyond the pod's events."""
     status = pod.get("status") or {}
     nominated = status.get("nominatedNodeName")
     if nominated:
-        return [_preempting(str(nominated), victims or [])]
+        return [_preempting(str(nominated), reads.victims)]
     ca = _newest(events, "TriggeredScaleUp", "NotTriggerScaleUp")
     said = [e for e in events if e.reason == "Nominated" or (
         e.reason == "FailedScheduling" and e.message.startswith(KARPENTER_PREFIX))]  # fmt: skip
@@ -90,11 +100,11 @@ def autoscaler_signals(
                               f"{_age(ca, now)}", evidence=[str(ca)]))  # fmt: skip
     elif ca is not None:
         out.append(_not_triggered(ca, now))
-        status = CaStatus.read(ca_status() if ca_status else None)
+        status = CaStatus.read(reads.ca_status() if reads.ca_status else None)
         out[-1].evidence.extend(status.groups() if status else [])
     if kp is not None and kp.reason == "Nominated":
         claim = kp.message.rsplit(":", 1)[-1].strip()
-        out.append(_nominated(claim, kp, now, karpenter))
+        out.append(_nominated(claim, kp, now, reads.karpenter))
     elif kp is not None:
         pool = _POOL.search(kp.message)
         name = f"NodePool {pool.group(1)}" if pool else "any NodePool"
@@ -102,15 +112,15 @@ def autoscaler_signals(
         if "exceed limits" in kp.message:
             code = "scheduling.karpenter-limits"
             summary = f"Karpenter cannot add a node: {name} has reached its limits"
-            for np in karpenter("NodePool") if karpenter and pool else ():
+            for np in reads.karpenter("NodePool") if reads.karpenter and pool else ():
                 if (np.get("metadata") or {}).get("name") == pool.group(1):  # type: ignore[union-attr]
                     evidence.append(_limits(np))
         else:
             code = "scheduling.karpenter-no-instance-type"
             summary = f"Karpenter cannot add a node: no instance type of {name} fits the pod"
         out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=evidence))
-    if ca is None and kp is None and autoscalers is not None:
-        silent = _silence(pod, now, autoscalers, ca_status)
+    if ca is None and kp is None and reads.autoscalers is not None:
+        silent = _silence(pod, now, reads.autoscalers, reads.ca_status)
         out.extend([silent] if silent else [])
     return out
 

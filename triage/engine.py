@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import partial
 from itertools import compress, count
 from operator import is_not
 
-from triage.autoscaler import STATUS_NAME, STATUS_NS
+from triage.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
-from triage.filters import PodFilters, needs_filters
+from triage.filters import PodFilters, needs_filters, pods_on
 from triage.kubeobj import (
     Event,
     gpu_requests,
     labels,
     meta,
     name_of,
+    ns_of,
     parse_time,
     pod_requests,
     sorted_events,
@@ -92,8 +94,19 @@ class _Run:
         try:
             return self.source.objects(kind, namespace=namespace)
         except ForbiddenError as e:
-            self.unknowns.append(Unknown(layer, str(e)))
+            self._unknown(layer, str(e))
             return []
+
+    def get(self, kind: str, name: str, namespace: str | None, *, layer: Layer) -> Obj | None:
+        try:
+            return self.source.get(kind, name, namespace=namespace)
+        except ForbiddenError as e:
+            self._unknown(layer, str(e))
+            return None
+
+    def _unknown(self, layer: Layer, reason: str) -> None:
+        if all(u.reason != reason for u in self.unknowns):
+            self.unknowns.append(Unknown(layer, reason))
 
     def events(self, kind: str, name: str) -> list[Event]:
         try:
@@ -269,11 +282,7 @@ class _Run:
 
     def _scheduled(self, pod: Obj, events: list[Event]) -> None:
         node_name = str((pod.get("spec") or {}).get("nodeName"))
-        try:
-            node = self.source.get("Node", node_name)
-        except ForbiddenError as e:
-            self.unknowns.append(Unknown(Layer.DRIVER, str(e)))
-            node = None
+        node = self.get("Node", node_name, None, layer=Layer.DRIVER)
         health: NodeHealth | None = None
         if node is not None:
             health = self._assess(node, self._stack_view())
@@ -316,10 +325,12 @@ class _Run:
             gpu=gpu_requests(pod),
             events=events,
             now=self.now,
-            victims=self._victims(pod, usage),
-            autoscalers=self._autoscalers,
-            karpenter=lambda kind: self.read(kind, None, layer=Layer.SCHEDULING),
-            ca_status=self._ca_status,
+            reads=ScalingReads(
+                victims=self._victims(pod, usage),
+                autoscalers=self._autoscalers,
+                karpenter=lambda kind: self.read(kind, None, layer=Layer.SCHEDULING),
+                ca_status=self._ca_status,
+            ),
         )
         if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
             signals = [s for s in signals if s.code != "scheduling.scheduler-reported"]
@@ -342,17 +353,9 @@ class _Run:
         existing = sched is not None and "existing pods anti-affinity" in sched[0]
         if not existing and not needs_filters(pod):
             return None
-
-        def get(kind: str, name: str, namespace: str | None) -> Obj | None:
-            try:
-                return self.source.get(kind, name, namespace=namespace)
-            except ForbiddenError as e:
-                self._unknown(Layer.SCHEDULING, str(e))
-                return None
-
         return PodFilters(
             pod,
-            get=get,
+            get=partial(self.get, layer=Layer.SCHEDULING),
             read=lambda kind, ns: self.read(kind, ns, layer=Layer.SCHEDULING),
             events=self.events,
             nodes=nodes,
@@ -364,26 +367,17 @@ class _Run:
         """Terminating lower-priority pods on the node the scheduler nominated for `pod`, as
         (what a tenant may read, operator-only name)."""
         node = (pod.get("status") or {}).get("nominatedNodeName")
-        use = usage.get(str(node)) if node else None
+        if not node:
+            return []
         mine = int((pod.get("spec") or {}).get("priority") or 0)
-        out: list[tuple[str, str]] = []
-        for ref in use.pods if use else ():
-            ns, _, name = ref.partition("/")
-            try:
-                other = self.source.get("Pod", name, namespace=ns)
-            except ForbiddenError:
-                return out
-            spec = (other or {}).get("spec") or {}
-            if (
-                other is not None
-                and int(spec.get("priority") or 0) < mine
-                and (other.get("metadata") or {}).get("deletionTimestamp")
+        out = []
+        for p in pods_on(str(node), usage, partial(self.get, layer=Layer.SCHEDULING)):
+            if int((p.get("spec") or {}).get("priority") or 0) < mine and meta(p).get(
+                "deletionTimestamp"
             ):
-                out.append(
-                    (ref, "")
-                    if ns == self.target.namespace
-                    else ("a pod in another namespace", ref)
-                )
+                ref = f"{ns_of(p)}/{name_of(p)}"
+                mine_ns = ns_of(p) == self.target.namespace
+                out.append((ref, "") if mine_ns else ("a pod in another namespace", ref))
         return out
 
     def _ca_status(self) -> Obj | None:
@@ -402,10 +396,6 @@ class _Run:
             if any(k in name_of(d) for k in ("cluster-autoscaler", "karpenter"))
             and ((d.get("status") or {}).get("readyReplicas") or 0) > 0
         ]
-
-    def _unknown(self, layer: Layer, reason: str) -> None:
-        if all(u.reason != reason for u in self.unknowns):
-            self.unknowns.append(Unknown(layer, reason))
 
     def _dra(self, pod: Obj, view: StackView) -> tuple[DraCheck | None, set[str] | None]:
         """A per-node check of the pod's unallocated ResourceClaims, and the nodes that publish

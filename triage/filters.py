@@ -27,7 +27,7 @@ from triage.kubeobj import (
     node_selector_term_matches,
     ns_of,
     pod_terminated,
-    required_affinity_terms,
+    selector_mismatch,
     selector_str,
 )
 from triage.model import Layer
@@ -108,6 +108,16 @@ def host_ports(pod: Obj) -> set[tuple[str, str, int]]:
 def _ports_clash(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
     wild = "0.0.0.0"
     return a[0] == b[0] and a[2] == b[2] and (a[1] == b[1] or wild in (a[1], b[1]))
+
+
+def pods_on(node: str, usage: Mapping[str, NodeUsage], get: Get) -> list[Obj]:
+    """The objects of the pods bound to `node` (by the usage index), those that still exist."""
+    use = usage.get(node)
+    found = (
+        get("Pod", name, ns)
+        for ns, _, name in (r.partition("/") for r in (use.pods if use else ()))
+    )
+    return [p for p in found if p is not None]
 
 
 def _claim_names(pod: Obj) -> list[tuple[str, str, bool]]:
@@ -209,14 +219,7 @@ class PodFilters:
         return claim
 
     def _pods_on(self, node: str) -> list[Obj]:
-        use = self.usage.get(node)
-        out = []
-        for ref in use.pods if use else ():
-            ns, _, name = ref.partition("/")
-            p = self._get("Pod", name, ns)
-            if p is not None:
-                out.append(p)
-        return out
+        return pods_on(node, self.usage, self._get)
 
     @cached_property
     def _namespaces(self) -> dict[str, dict[str, str]]:
@@ -463,11 +466,10 @@ class PodFilters:
         """Why a WaitForFirstConsumer claim can get no volume on `node`, or None."""
         sc = c.storage_class or {}
         if sc.get("provisioner") != NO_PROVISIONER:
-            topologies = sc.get("allowedTopologies") or []
-            if topologies and not any(_topology_matches(t, node) for t in topologies):
+            terms = _as_node_terms(sc.get("allowedTopologies") or [])
+            if terms and not any(node_selector_term_matches(t, node) for t in terms):
                 return (
-                    f"StorageClass {c.class_name} provisions volumes only where "
-                    f"{_topologies_str(topologies)}"
+                    f"StorageClass {c.class_name} provisions volumes only where {_terms_str(terms)}"
                 )
             return None
         want = amount(
@@ -522,7 +524,9 @@ class PodFilters:
         eligible = {
             name
             for name, n in self.nodes.items()
-            if all(k in labels(n) for k in keys) and _honours_node_affinity(self.pod, n)
+            # nodeAffinityPolicy Honor (the default): only nodes the pod's selector and
+            # required node affinity accept count as domains.
+            if all(k in labels(n) for k in keys) and not selector_mismatch(self.pod, n)
         }
         pods = self._bound_pods({self.namespace})
         out = []
@@ -664,17 +668,6 @@ def _covers(namespaces: set[str] | None, namespace: str) -> bool:
     return namespaces is None or namespace in namespaces
 
 
-def _honours_node_affinity(pod: Obj, node: Obj) -> bool:
-    """nodeAffinityPolicy Honor (the default): only nodes the pod's selector and required
-    node affinity accept count as topology domains."""
-    spec = pod.get("spec") or {}
-    lab = labels(node)
-    if any(lab.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return False
-    terms = required_affinity_terms(pod)
-    return terms is None or any(node_selector_term_matches(t, node) for t in terms)
-
-
 def _zone_of(node: Obj) -> str:
     zone = labels(node).get("topology.kubernetes.io/zone")
     return f" ({zone})" if zone else ""
@@ -693,19 +686,14 @@ def _terms_str(terms: list[Obj]) -> str:
     return " or ".join(one(t) for t in terms)
 
 
-def _topology_matches(term: Obj, node: Obj) -> bool:
-    lab = labels(node)
-    return all(
-        lab.get(str(e.get("key"))) in (e.get("values") or [])
-        for e in term.get("matchLabelExpressions") or []
-    )
-
-
-def _topologies_str(terms: list[Obj]) -> str:
-    return " or ".join(
-        " and ".join(
-            f"{e.get('key')} in ({','.join(e.get('values') or [])})"
-            for e in t.get("matchLabelExpressions") or []
-        )
-        for t in terms
-    )
+def _as_node_terms(topologies: list[Obj]) -> list[Obj]:
+    """A StorageClass's allowedTopologies (matchLabelExpressions, each an implicit In) as
+    node selector terms, so one matcher judges both."""
+    return [
+        {
+            "matchExpressions": [
+                {**e, "operator": "In"} for e in t.get("matchLabelExpressions") or []
+            ]
+        }
+        for t in topologies
+    ]

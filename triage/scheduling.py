@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from triage.autoscaler import autoscaler_signals
+from triage.autoscaler import NO_READS, ScalingReads, autoscaler_signals
 from triage.kubeobj import Event, labels
 from triage.model import Layer
 from triage.placement import Evaluation, NodeFit, Placement
@@ -110,10 +110,7 @@ def scheduling_signals(
     gpu: dict[str, int],
     events: list[Event],
     now: datetime | None = None,
-    victims: list[tuple[str, str]] | None = None,
-    autoscalers: Callable[[], list[str]] | None = None,
-    karpenter: Callable[[str], list[Obj]] | None = None,
-    ca_status: Callable[[], Obj | None] | None = None,
+    reads: ScalingReads = NO_READS,
 ) -> list[Signal]:
     usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
@@ -130,10 +127,8 @@ def scheduling_signals(
         pod,
         events,
         now=now or datetime.now(UTC),
-        victims=victims,
-        autoscalers=autoscalers if first is not None else None,
-        karpenter=karpenter,
-        ca_status=ca_status,
+        # an autoscaler's silence matters only for a pod waiting for room
+        reads=reads if first is not None else replace(reads, autoscalers=None),
     )
     waiting = [s for s in auto if s.code in WAITING]
     stuck = [s for s in auto if s.code not in WAITING]

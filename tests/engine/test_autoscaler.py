@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from triage import load_snapshot, triage
-from triage.autoscaler import autoscaler_signals
+from triage.autoscaler import ScalingReads, autoscaler_signals
 from triage.kubeobj import Event
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -145,11 +145,18 @@ def test_a_recent_pending_pod_is_not_called_ignored_by_the_autoscaler() -> None:
     pod = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
                                       "lastTransitionTime": "2025-01-01T00:55:00Z"}]}}  # fmt: skip
     now = datetime(2025, 1, 1, 1, 0, tzinfo=UTC)
-    assert autoscaler_signals(pod, [], now=now, autoscalers=lambda: ["kube-system/ca"]) == []
+    assert (
+        autoscaler_signals(
+            pod, [], now=now, reads=ScalingReads(autoscalers=lambda: ["kube-system/ca"])
+        )
+        == []
+    )
     later = datetime(2025, 1, 1, 1, 30, tzinfo=UTC)
-    (silent,) = autoscaler_signals(pod, [], now=later, autoscalers=lambda: ["kube-system/ca"])
+    (silent,) = autoscaler_signals(
+        pod, [], now=later, reads=ScalingReads(autoscalers=lambda: ["kube-system/ca"])
+    )
     assert silent.code == "scheduling.autoscaler-silent" and "35 min" in silent.summary
-    assert autoscaler_signals(pod, [], now=later, autoscalers=lambda: []) == []
+    assert autoscaler_signals(pod, [], now=later, reads=ScalingReads(autoscalers=lambda: [])) == []
 
 
 def test_a_nodeclaim_that_failed_to_launch_is_the_cause_not_a_wait() -> None:
