@@ -27,7 +27,8 @@ from triage import (
     validate_name,
     validate_namespace,
 )
-from triage.kubeobj import GPU, MIG_PREFIX, labels, name_of, resources
+from triage.cluster.objects import labels, name_of
+from triage.cluster.quantities import GPU, MIG_PREFIX, resources
 from triage.operator import gpu_resources, is_gpu_node
 from triage.verify import NodeVerification, verify_node
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from bench.synth import pod
 from kube.testing import FakeApiServer
-from triage.source import Obj
+from triage.cluster.objects import Obj
 
 Running = tuple[str, str, str, int]  # namespace, name, node, GPUs
 

@@ -24,7 +24,7 @@ from typing import Any
 from kube.cache import CachedSource
 from kube.client import RawClient, load_client
 from kube.live import LiveSource
-from triage.source import ClusterSource
+from triage.cluster.source import ClusterSource
 
 
 def rss_mb() -> float:

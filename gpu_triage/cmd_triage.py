@@ -9,10 +9,11 @@ from typing import Any
 
 from gpu_triage.sources import add_cluster_args, add_engine_args, open_source
 from triage import EngineConfig, load_playbook, load_snapshot, triage
-from triage.kubeobj import name_of, ns_of, owner, pod_problem, pod_requests
+from triage.cluster.objects import name_of, ns_of, owner, pod_problem
+from triage.cluster.quantities import pod_requests
+from triage.cluster.source import ClusterSource
 from triage.placement import wants_gpu
 from triage.render import to_json, to_text
-from triage.source import ClusterSource
 
 
 def register(sub: Any) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 from gpu_triage.errors import UserError
 from gpu_triage.sources import add_cluster_args, open_source
 from triage import EngineConfig, load_playbook
+from triage.cluster.source import ClusterSource
 from triage.preflight import OperatorState, Preflight, preflight
-from triage.source import ClusterSource
 from triage.verify import (
     CheckStatus,
     NodeVerification,

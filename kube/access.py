@@ -2,7 +2,7 @@
 
 `SelfSubjectAccessReview` asks the API server's authorizer directly (RBAC, webhooks, whatever
 is configured), so the answer is authoritative without reading any object. The list of reads
-is derived from `triage.source.KINDS`, the same table the adapter reads and the Helm chart's
+is derived from `triage.cluster.source.KINDS`, the same table the adapter reads and the Helm chart's
 ClusterRole is checked against, so the three cannot drift apart.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kube.client import RawClient, resource_name
 from kube.send import send_json
-from triage.source import KINDS, NAMED
+from triage.cluster.source import KINDS, NAMED
 
 SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 # get/list for triage; watch for the bot's cache (kube.cache); events are one of KINDS.

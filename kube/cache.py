@@ -1,6 +1,6 @@
 """A watch-backed ClusterSource for a long-running bot: warm triages cost one API request.
 
-`CachedSource` runs one `Informer` per kind the engine reads (all of `triage.source.KINDS`
+`CachedSource` runs one `Informer` per kind the engine reads (all of `triage.cluster.source.KINDS`
 except events) and an incremental `UsageIndex` over pods. Reads come from memory; only
 `events_for` goes to the API server, because events are many, short-lived and wanted for one
 object at a time. Kinds the credentials cannot list cluster-wide fall back to per-request
@@ -20,8 +20,10 @@ from kube.client import RawClient, load_client
 from kube.informer import Informer
 from kube.live import LiveSource, events_for, kind_type
 from kube.usage import UsageIndex
-from triage.memo import IdentityMemo
-from triage.source import KINDS, NodeUsage, Obj, UnavailableError
+from triage.cluster.memo import IdentityMemo
+from triage.cluster.objects import Obj
+from triage.cluster.source import KINDS, UnavailableError
+from triage.cluster.usage import NodeUsage
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
 

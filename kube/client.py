@@ -1,7 +1,7 @@
 """One raw HTTP door to the API server, built on the kubernetes client's ApiClient.
 
 Everything the live adapter and the cache send goes through `RawClient`: it builds URLs from
-`triage.source.KINDS`, asks for JSON, never lets the client deserialise into `V1…` models
+`triage.cluster.source.KINDS`, asks for JSON, never lets the client deserialise into `V1…` models
 (that costs more than the request itself at scale), and turns every failure into our own
 `SourceError` family, chained to its cause.
 """
@@ -23,7 +23,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from kube.errors import ConfigError, UnauthorizedError
 from kube.fastjson import loads
-from triage.source import ForbiddenError, ResourceType, SourceError, UnavailableError
+from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0

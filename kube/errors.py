@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.source import SourceError
+from triage.cluster.source import SourceError
 
 
 class ConfigError(SourceError):

@@ -20,7 +20,8 @@ from kube.client import GoneError, RawClient
 from kube.fastjson import loads
 from kube.live import list_objects
 from kube.slim import projection
-from triage.source import ForbiddenError, Obj, ResourceType, SourceError, UnavailableError, key
+from triage.cluster.objects import Obj
+from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError, key
 
 Key = tuple[str, str]
 # Called with (old, new) under no lock of ours except the informer's own ordering guarantee:

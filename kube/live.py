@@ -13,8 +13,9 @@ from typing import Any
 
 from kube.client import RawClient, context_namespace, load_client
 from kube.fastjson import gc_paused
-from triage.kubeobj import usage_of
-from triage.source import ALL_KINDS, KINDS, NodeUsage, Obj, ResourceType, UnavailableError
+from triage.cluster.objects import Obj
+from triage.cluster.source import ALL_KINDS, KINDS, ResourceType, UnavailableError
+from triage.cluster.usage import NodeUsage, usage_of
 
 PAGE_SIZE = 500
 # Groups served by every API server: a 404 there is a server problem, not a missing add-on.

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kube.client import CONNECT_TIMEOUT, READ_TIMEOUT, RawClient
 from kube.errors import UnauthorizedError
-from triage.source import ForbiddenError, SourceError, UnavailableError
+from triage.cluster.source import ForbiddenError, SourceError, UnavailableError
 
 
 def send_json(

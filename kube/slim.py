@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from triage.source import Obj
+from triage.cluster.objects import Obj
 
 try:
     import orjson

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from triage.source import ALL_KINDS, Obj, ResourceType
+from triage.cluster.objects import Obj
+from triage.cluster.source import ALL_KINDS, ResourceType
 
 TOKEN = "fake-token"
 

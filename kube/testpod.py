@@ -19,8 +19,9 @@ from typing import Any
 from kube.client import RawClient, path_for
 from kube.live import events_for
 from kube.send import send_json
-from triage.kubeobj import condition, container_states, sorted_events
-from triage.source import KINDS, SourceError
+from triage.cluster.events import sorted_events
+from triage.cluster.objects import condition, container_states
+from triage.cluster.source import KINDS, SourceError
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from triage.kubeobj import pod_requests, pod_terminated
-from triage.source import NodeUsage, Obj, key
+from triage.cluster.objects import Obj, pod_terminated
+from triage.cluster.quantities import pod_requests
+from triage.cluster.source import key
+from triage.cluster.usage import NodeUsage
 
 Contribution = tuple[str, dict[str, int]]
 

@@ -4,13 +4,8 @@ Pure: it reads cluster state only through `ClusterSource` and imports neither Sl
 kubernetes client nor a database.
 """
 
-from triage.config import EngineConfig
-from triage.engine import triage
-from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
-from triage.names import InvalidNameError, validate_name, validate_namespace
-from triage.playbooks import Playbook, PlaybookError, load_playbook
-from triage.snapshot import load_snapshot
-from triage.source import (
+from triage.cluster.snapshot import load_snapshot
+from triage.cluster.source import (
     ClusterSource,
     ForbiddenError,
     MalformedSnapshotError,
@@ -19,6 +14,11 @@ from triage.source import (
     SourceError,
     UnavailableError,
 )
+from triage.config import EngineConfig
+from triage.engine import triage
+from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
+from triage.names import InvalidNameError, validate_name, validate_namespace
+from triage.playbooks import Playbook, PlaybookError, load_playbook
 
 __all__ = [
     "ClusterSource",

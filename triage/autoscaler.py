@@ -20,10 +20,11 @@ from typing import Any
 
 import yaml
 
-from triage.kubeobj import Event, amount, parse_time
+from triage.cluster.events import Event, parse_time
+from triage.cluster.objects import Obj
+from triage.cluster.quantities import amount
 from triage.model import Layer
 from triage.signals import Signal
-from triage.source import Obj
 
 KARPENTER_PREFIX = "Failed to schedule pod"
 # A scale-up this old with the pod still pending has stalled (a GPU node joins in minutes).

@@ -20,16 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage.kubeobj import (
-    labels,
-    meta,
-    name_of,
-    node_selector_term_matches,
-    ns_of,
-    taint_str,
-    tolerates,
-)
-from triage.source import Obj
+from triage.cluster.objects import Obj, labels, meta, name_of, ns_of
+from triage.cluster.selectors import node_selector_term_matches, taint_str, tolerates
 
 OPERATOR, GKE, PLUGIN, DRA = "gpu-operator", "gke", "device-plugin", "dra-driver"
 STACK_TITLES = {

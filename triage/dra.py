@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage.kubeobj import amount, meta, name_of, ns_of, pod_problem
+from triage.cluster.objects import Obj, meta, name_of, ns_of, pod_problem
+from triage.cluster.quantities import amount
 from triage.model import Layer
-from triage.source import Obj
 
 _DRIVER_EQ = re.compile(r'device\.driver\s*==\s*["\']([^"\']+)["\']')
 _ATTR_CMP = re.compile(

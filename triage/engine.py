@@ -14,21 +14,15 @@ from itertools import compress, count
 from operator import is_not
 
 from triage.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
+from triage.cluster.events import Event, parse_time, sorted_events
+from triage.cluster.memo import IdentityMemo
+from triage.cluster.objects import Obj, labels, meta, name_of, ns_of
+from triage.cluster.quantities import gpu_requests, pod_requests
+from triage.cluster.source import ClusterSource, ForbiddenError, SourceError
+from triage.cluster.usage import NodeUsage
 from triage.config import EngineConfig
 from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
 from triage.filters import PodFilters, needs_filters, pods_on
-from triage.kubeobj import (
-    Event,
-    gpu_requests,
-    labels,
-    meta,
-    name_of,
-    ns_of,
-    parse_time,
-    pod_requests,
-    sorted_events,
-)
-from triage.memo import IdentityMemo
 from triage.model import Layer, TriageReport
 from triage.names import validate_name, validate_namespace
 from triage.nodehealth import NodeHealth, assess_node
@@ -40,7 +34,6 @@ from triage.report import assemble
 from triage.scheduler import latest_failed_scheduling
 from triage.scheduling import WAITING, placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
-from triage.source import ClusterSource, ForbiddenError, NodeUsage, Obj, SourceError
 from triage.stacks import StackView, load_view
 from triage.target import Target, resolve
 

@@ -18,21 +18,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from triage.kubeobj import (
-    Event,
-    amount,
+from triage.cluster.events import Event
+from triage.cluster.objects import Obj, labels, name_of, ns_of, pod_terminated
+from triage.cluster.quantities import amount
+from triage.cluster.selectors import (
     label_selector_matches,
-    labels,
-    name_of,
     node_selector_term_matches,
-    ns_of,
-    pod_terminated,
     selector_mismatch,
     selector_str,
 )
+from triage.cluster.usage import NodeUsage
 from triage.model import Layer
 from triage.signals import Signal
-from triage.source import NodeUsage, Obj
 
 Get = Callable[[str, str, "str | None"], "Obj | None"]
 Read = Callable[[str, "str | None"], list[Obj]]

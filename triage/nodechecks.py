@@ -15,14 +15,16 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from triage.cluster.objects import Obj, condition_true, labels, name_of, ns_of
+from triage.cluster.quantities import GPU, MIG_PREFIX
+from triage.cluster.selectors import taint_str
+from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.components import OPERATOR, ROLE_TITLES
 from triage.config import EngineConfig
-from triage.kubeobj import GPU, MIG_PREFIX, condition_true, labels, name_of, ns_of, taint_str
 from triage.model import Frozen, Layer, OwnerRoute
 from triage.nodehealth import NodeHealth, assess_node, sharing_note
 from triage.operator import component_state, failing_validation, node_ready
 from triage.playbooks import Playbook
-from triage.source import ClusterSource, ForbiddenError, Obj
 from triage.stacks import NodePlan, StackView, load_view
 
 

@@ -9,17 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from triage.cluster.events import parse_time
+from triage.cluster.objects import Obj, condition, labels, name_of, ns_of
+from triage.cluster.quantities import GPU, MIG_PREFIX, resources
 from triage.components import GKE, OPERATOR, ROLE_TITLES, Component
-from triage.kubeobj import (
-    GPU,
-    MIG_PREFIX,
-    condition,
-    labels,
-    name_of,
-    ns_of,
-    parse_time,
-    resources,
-)
 from triage.operator import (
     ComponentState,
     component_state,
@@ -28,7 +21,6 @@ from triage.operator import (
     is_gpu_node,
     node_ready,
 )
-from triage.source import Obj
 from triage.stacks import Expectation, NodePlan, StackView
 
 

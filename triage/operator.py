@@ -11,17 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from triage.kubeobj import (
-    GPU,
-    MIG_PREFIX,
-    condition,
-    labels,
-    name_of,
-    ns_of,
-    pod_problem,
-    resources,
-)
-from triage.source import Obj
+from triage.cluster.objects import Obj, condition, labels, name_of, ns_of, pod_problem
+from triage.cluster.quantities import GPU, MIG_PREFIX, resources
 
 PREINSTALLED = ("false", "pre-installed")
 GPU_NODE_LABELS = (

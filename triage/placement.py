@@ -12,21 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from triage.filters import PodFilters, Refusal
-from triage.kubeobj import (
-    GPU,
-    MIG_PREFIX,
-    fmt_amount,
-    labels,
+from triage.cluster.objects import Obj, labels
+from triage.cluster.quantities import GPU, MIG_PREFIX, fmt_amount
+from triage.cluster.selectors import (
     node_selector_term_matches,
     required_affinity_terms,
     selector_mismatch,
     taint_str,
     untolerated_taints,
 )
+from triage.cluster.usage import NodeUsage
+from triage.filters import PodFilters, Refusal
 from triage.model import Layer
 from triage.nodehealth import NodeHealth, Verdict, expected_gpu_count
-from triage.source import NodeUsage, Obj
 
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.
 SYSTEM_NAMESPACES = (

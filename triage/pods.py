@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from triage.kubeobj import Event, container_states, name_of, pod_problem
+from triage.cluster.events import Event
+from triage.cluster.objects import Obj, container_states, name_of, pod_problem
 from triage.model import Layer
 from triage.nodehealth import NodeHealth
 from triage.signals import Signal
-from triage.source import Obj
 
 # Messages the NVIDIA container stack prints when the driver or runtime is broken.
 GPU_RUNTIME_ERROR = re.compile(

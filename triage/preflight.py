@@ -14,13 +14,14 @@ from collections import Counter
 
 from pydantic import Field
 
+from triage.cluster.objects import labels, name_of
+from triage.cluster.selectors import taint_str
+from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
-from triage.kubeobj import labels, name_of, taint_str
 from triage.model import Frozen
 from triage.nodechecks import Cluster, driver_strategy, separation
 from triage.operator import is_gpu_node
 from triage.playbooks import Playbook, load_playbook
-from triage.source import ClusterSource, ForbiddenError
 
 
 class GpuNode(Frozen):

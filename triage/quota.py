@@ -11,21 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from triage.kubeobj import (
-    Event,
-    amount,
-    annotations_of,
-    condition,
-    fmt_amount,
-    labels,
-    meta,
-    name_of,
-    pod_requests,
-    resources,
-)
+from triage.cluster.events import Event
+from triage.cluster.objects import Obj, annotations_of, condition, labels, meta, name_of
+from triage.cluster.quantities import amount, fmt_amount, pod_requests, resources
+from triage.cluster.source import ForbiddenError
 from triage.model import Layer
 from triage.signals import Signal, Unknown
-from triage.source import ForbiddenError, Obj
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"

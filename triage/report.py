@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from triage.cluster.objects import name_of
+from triage.cluster.quantities import gpu_requests, pod_requests
+from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
-from triage.kubeobj import gpu_requests, name_of, pod_requests
 from triage.model import LAYER_ORDER, Layer, PodRef, TriageReport
 from triage.placement import wants_gpu
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
-from triage.source import ClusterSource, ForbiddenError
 from triage.target import Target
 
 OK_SUMMARY = {

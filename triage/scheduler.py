@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from triage.kubeobj import Event, condition
-from triage.source import Obj
+from triage.cluster.events import Event
+from triage.cluster.objects import Obj, condition
 
 _HEAD = re.compile(r"^\s*(\d+)/(\d+) nodes are available(?::\s*(.*))?$", re.DOTALL)
 _ITEM_SPLIT = re.compile(r",\s+(?=\d+ )")

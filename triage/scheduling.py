@@ -14,12 +14,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from triage.autoscaler import NO_READS, ScalingReads, autoscaler_signals
-from triage.kubeobj import Event, labels
+from triage.cluster.events import Event
+from triage.cluster.objects import Obj, labels
 from triage.model import Layer
 from triage.placement import Evaluation, NodeFit, Placement
 from triage.scheduler import latest_failed_scheduling, parse
 from triage.signals import Signal
-from triage.source import Obj
 
 _SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from triage.cluster.memo import IdentityMemo
+from triage.cluster.objects import Obj, labels, name_of, ns_of, owner
 from triage.components import (
     DEPLOY_KEY,
     OPERATOR,
@@ -21,9 +23,6 @@ from triage.components import (
     pinned_node,
     pod_component,
 )
-from triage.kubeobj import labels, name_of, ns_of, owner
-from triage.memo import IdentityMemo
-from triage.source import Obj
 
 # Reads every object of a kind (in a namespace, or cluster-wide for None); None when the
 # credentials may not list it.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triage.kubeobj import meta, name_of, owner, pod_problem
+from triage.cluster.objects import Obj, meta, name_of, owner, pod_problem
+from triage.cluster.source import ClusterSource, ForbiddenError, NotFoundError
 from triage.names import validate_name, validate_namespace
-from triage.source import ClusterSource, ForbiddenError, NotFoundError, Obj
 
 WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "ReplicaSet")
 _PARENT = {"ReplicaSet": "Deployment"}

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from triage.cluster.objects import Obj, labels, name_of
+from triage.cluster.source import ClusterSource, NotFoundError
 from triage.config import EngineConfig
-from triage.kubeobj import labels, name_of
 from triage.model import Layer
 from triage.names import validate_name
 from triage.nodechecks import (
@@ -24,7 +25,6 @@ from triage.nodechecks import (
 )
 from triage.operator import is_gpu_node
 from triage.playbooks import Playbook, load_playbook
-from triage.source import ClusterSource, NotFoundError, Obj
 
 __all__ = [
     "Check",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from triage import MemorySource
-from triage.source import NodeUsage
+from triage.cluster.usage import NodeUsage
 
 T = "2026-12-02T13:00:00Z"
 INJECTION = "<!channel> <@U999> <http://evil.example|click> *bold*"

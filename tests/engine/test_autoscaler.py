@@ -11,7 +11,7 @@ import pytest
 
 from triage import load_snapshot, triage
 from triage.autoscaler import ScalingReads, autoscaler_signals
-from triage.kubeobj import Event
+from triage.cluster.events import Event
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NOW = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from triage.kubeobj import (
-    amount,
-    normalise_event,
-    pod_requests,
-    selector_mismatch,
-    tolerates,
-    untolerated_taints,
-)
+from triage.cluster.events import normalise_event
+from triage.cluster.quantities import amount, pod_requests
+from triage.cluster.selectors import selector_mismatch, tolerates, untolerated_taints
 
 
 @pytest.mark.parametrize(

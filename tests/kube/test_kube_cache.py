@@ -16,7 +16,9 @@ from kube.live import LiveSource
 from kube.slim import projection
 from kube.testing import FakeApiServer
 from tests.kube.kube_objs import event, node, pod
-from triage.source import ForbiddenError, MemorySource, NodeUsage, Obj, UnavailableError
+from triage.cluster.objects import Obj
+from triage.cluster.source import ForbiddenError, MemorySource, UnavailableError
+from triage.cluster.usage import NodeUsage
 
 
 def wait_for(check: Callable[[], bool], *, timeout: float = 5.0) -> None:

@@ -14,7 +14,7 @@ from kube.errors import ConfigError, UnauthorizedError
 from kube.live import LiveSource, connect
 from kube.testing import FakeApiServer
 from tests.kube.kube_objs import event, node, pod
-from triage.source import ForbiddenError, MemorySource, UnavailableError
+from triage.cluster.source import ForbiddenError, MemorySource, UnavailableError
 
 
 def test_connect_uses_current_context(api: FakeApiServer, kubeconfig: str) -> None:
@@ -175,7 +175,7 @@ def test_node_usage_counts_active_pods_once(api: FakeApiServer, kubeconfig: str)
 
 
 def test_live_source_is_a_cluster_source(kubeconfig: str) -> None:
-    from triage.source import ClusterSource
+    from triage.cluster.source import ClusterSource
 
     src: ClusterSource = connect(kubeconfig=kubeconfig)
     assert isinstance(src, LiveSource)

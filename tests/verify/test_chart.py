@@ -2,7 +2,7 @@
 
 `make test` puts real helm and kubectl on PATH (`.ci/tools` takes them from an npm package);
 `helm template` is skipped only where helm is missing. The structure is checked either way: the
-ClusterRole's read rules are parsed and compared with `triage.source.KINDS` (so RBAC cannot
+ClusterRole's read rules are parsed and compared with `triage.cluster.source.KINDS` (so RBAC cannot
 drift from what the engine reads), test-pod writes sit behind `testPods.enabled`, every
 `.Values` path the templates use exists in values.yaml and every value is used, and control
 blocks are balanced.
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from triage.source import KINDS, NAMED
+from triage.cluster.source import KINDS, NAMED
 
 CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "gpu-triage"
 TEMPLATES = CHART / "templates"

@@ -11,7 +11,7 @@ from kube.access import missing_permissions, pod_write_permissions, required_rea
 from kube.client import RawClient, load_client
 from kube.testpod import LABEL, TestPod, manifest, writes_enabled
 from tests.verify.fake_api import WriteFake
-from triage.source import KINDS, ForbiddenError, UnavailableError
+from triage.cluster.source import KINDS, ForbiddenError, UnavailableError
 
 POD = "gpu-triage-test-x0001"
 

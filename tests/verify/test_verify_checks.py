@@ -18,8 +18,9 @@ from tests.verify.vbuild import (
     operands,
 )
 from triage import InvalidNameError, Layer, MemorySource, NotFoundError, load_playbook
+from triage.cluster.objects import Obj
+from triage.cluster.source import ForbiddenError
 from triage.playbooks import Playbook
-from triage.source import ForbiddenError, Obj
 from triage.verify import (
     CheckStatus,
     NodeVerification,

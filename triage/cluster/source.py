@@ -8,14 +8,14 @@ cheaply, and the engine reads only the fields it needs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Protocol
 
-from triage.memo import IdentityMemo
-
-Obj = dict[str, Any]
+from triage.cluster.memo import IdentityMemo
+from triage.cluster.objects import Obj
+from triage.cluster.usage import NodeUsage, usage_of
 
 
 @dataclass(frozen=True)
@@ -118,18 +118,6 @@ class MalformedSnapshotError(SourceError):
     """A snapshot file could not be read as Kubernetes objects."""
 
 
-@dataclass(slots=True)
-class NodeUsage:
-    """What non-terminated pods bound to a node request: the scheduler's view of 'used'.
-
-    `requests` maps resource names to integer amounts (cpu in millicores, memory in bytes,
-    extended resources as counts). `pods` names the pods as "namespace/name".
-    """
-
-    requests: dict[str, int] = field(default_factory=dict)
-    pods: list[str] = field(default_factory=list)
-
-
 class ClusterSource(Protocol):
     """Read-only access to one cluster. Implemented by snapshots and by the live adapter.
 
@@ -227,7 +215,5 @@ class MemorySource:
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._usage is None:
-            from triage.kubeobj import usage_of  # kubeobj imports this module's types
-
             self._usage = usage_of(self._by_kind["Pod"].values())
         return self._usage

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from triage.source import MalformedSnapshotError, MemorySource, Obj
+from triage.cluster.objects import Obj
+from triage.cluster.source import MalformedSnapshotError, MemorySource
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # libyaml parses large `kubectl get -A -o yaml` dumps an order of magnitude faster.

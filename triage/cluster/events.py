@@ -1,0 +1,70 @@
+"""Events in one shape: core/v1 and events.k8s.io/v1 normalised, newest first.
+
+Events expire (an hour by default), so the engine treats them as evidence beside object
+state, never as the only reason for a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from triage.cluster.objects import Obj, meta
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event normalised across the core/v1 and events.k8s.io/v1 shapes."""
+
+    reason: str
+    message: str
+    type: str
+    count: int
+    last_seen: datetime | None
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        times = f" (x{self.count})" if self.count > 1 else ""
+        return f"{self.kind}/{self.name} event {self.reason}{times}: {self.message}"
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def normalise_event(ev: Obj) -> Event:
+    series = ev.get("series") or {}
+    count = int(series.get("count") or ev.get("count") or ev.get("deprecatedCount") or 1)
+    last = (
+        parse_time(series.get("lastObservedTime"))
+        or parse_time(ev.get("lastTimestamp"))
+        or parse_time(ev.get("eventTime"))
+        or parse_time(ev.get("firstTimestamp"))
+        or parse_time(meta(ev).get("creationTimestamp"))
+    )
+    ref = ev.get("involvedObject") or ev.get("regarding") or {}
+    return Event(
+        reason=str(ev.get("reason") or ""),
+        message=" ".join(str(ev.get("message") or ev.get("note") or "").split()),
+        type=str(ev.get("type") or "Normal"),
+        count=count,
+        last_seen=last,
+        kind=str(ref.get("kind") or ""),
+        name=str(ref.get("name") or ""),
+    )
+
+
+def sorted_events(raw: Iterable[Obj]) -> list[Event]:
+    """Newest first."""
+    evs = [normalise_event(e) for e in raw]
+    epoch = datetime.min.replace(tzinfo=UTC)
+    return sorted(evs, key=lambda e: e.last_seen or epoch, reverse=True)

@@ -1,0 +1,96 @@
+"""Kubernetes objects as plain dicts (`Obj`) and the accessors every layer shares: metadata,
+conditions, controller owners, and one line on why a pod is unhealthy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def pod_terminated(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def meta(obj: Obj) -> dict[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def name_of(obj: Obj) -> str:
+    return str(meta(obj).get("name", ""))
+
+
+def ns_of(obj: Obj) -> str:
+    return str(meta(obj).get("namespace", ""))
+
+
+def labels(obj: Obj) -> dict[str, str]:
+    return meta(obj).get("labels") or {}
+
+
+def annotations_of(obj: Obj) -> dict[str, str]:
+    return meta(obj).get("annotations") or {}
+
+
+def condition(obj: Obj, ctype: str) -> Obj | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def condition_true(obj: Obj, ctype: str) -> bool | None:
+    c = condition(obj, ctype)
+    if c is None:
+        return None
+    return c.get("status") == "True"
+
+
+def owner(obj: Obj) -> tuple[str, str] | None:
+    for ref in meta(obj).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("kind")), str(ref.get("name"))
+    refs = meta(obj).get("ownerReferences") or []
+    return (str(refs[0].get("kind")), str(refs[0].get("name"))) if refs else None
+
+
+def container_states(pod: Obj) -> list[tuple[str, Obj]]:
+    status = pod.get("status") or {}
+    out = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key) or []:
+            out.append((str(cs.get("name")), cs))
+    return out
+
+
+def pod_problem(pod: Obj, *, messages: bool = True) -> str | None:
+    """One line describing why a pod is not healthy, or None if it is running and ready.
+
+    `messages=False` leaves out kubelet's free-text messages (which embed pod uids and
+    back-off timers) and keeps the reasons and restart counts.
+    """
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    for name, cs in container_states(pod):
+        state = cs.get("state") or {}
+        waiting = state.get("waiting")
+        if waiting and waiting.get("reason") not in (None, "PodInitializing"):
+            msg = waiting.get("message") if messages else None
+            restarts = cs.get("restartCount") or 0
+            counted = f" ({restarts} restarts)" if restarts and not messages else ""
+            return f"container {name} {waiting.get('reason')}{counted}" + (
+                f": {msg}" if msg else ""
+            )
+        term = state.get("terminated")
+        if term and term.get("exitCode", 0) != 0 and phase != "Succeeded":
+            why = term.get("reason") or "Error"
+            return f"container {name} terminated {why} (exit {term.get('exitCode')})"
+    if phase in ("Failed", "Unknown"):
+        return f"phase {phase}" + (f": {status.get('reason')}" if status.get("reason") else "")
+    if phase == "Pending":
+        return "Pending"
+    if phase == "Running" and condition_true(pod, "Ready") is False:
+        return "running but not Ready"
+    return None

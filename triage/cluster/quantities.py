@@ -1,0 +1,117 @@
+"""Resource quantities and what a pod requests, by the scheduler's rules.
+
+Quantities parse as the API server does (`500m`, `16Gi`, `1e3`); a pod's effective request
+is the larger of its init containers' maximum and its containers' sum, plus pod overhead,
+with sidecar init containers (restartPolicy Always) counted among the running ones.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any
+
+from triage.cluster.objects import Obj
+
+GPU = "nvidia.com/gpu"
+MIG_PREFIX = "nvidia.com/mig-"
+
+_SUFFIX: dict[str, int | Decimal] = {
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+}  # fmt: skip
+_QUANTITY = re.compile(
+    r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$"
+)
+
+
+def quantity(value: Any) -> Decimal:
+    """Parse a Kubernetes quantity ("500m", "16Gi", "1e3", 2). Raises ValueError if malformed."""
+    text = str(value).strip()
+    m = _QUANTITY.match(text)
+    if not m:
+        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+    try:
+        number = Decimal(m.group(1))
+    except InvalidOperation as e:
+        raise ValueError(f"not a Kubernetes quantity: {text!r}") from e
+    return number * Decimal(_SUFFIX[m.group(2) or ""])
+
+
+def amount(resource: str, value: Any) -> int:
+    """A quantity in the integer unit we account in: millicores for cpu, units otherwise."""
+    return _amount(resource == "cpu", str(value))
+
+
+@lru_cache(maxsize=4096)
+def _amount(cpu: bool, value: str) -> int:
+    # A cluster repeats the same few hundred quantity strings across 150,000 pods: parse once.
+    q = quantity(value)
+    if cpu:
+        q *= 1000
+    return int(q.to_integral_value(rounding="ROUND_CEILING"))
+
+
+def fmt_amount(resource: str, value: int) -> str:
+    if resource == "cpu":
+        return f"{value / 1000:g}" if value % 1000 == 0 else f"{value}m"
+    if resource in ("memory", "ephemeral-storage"):
+        for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value >= size and value % size == 0:
+                return f"{value // size}{unit}"
+        return str(value)
+    return str(value)
+
+
+def resources(mapping: dict[str, Any] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for res, val in (mapping or {}).items():
+        try:
+            out[res] = amount(res, val)
+        except ValueError:
+            continue
+    return out
+
+
+def _container_requests(container: Obj) -> dict[str, int]:
+    res = container.get("resources") or {}
+    # Extended resources must set limits; requests default to limits when only limits are set.
+    merged = resources(res.get("limits"))
+    merged.update(resources(res.get("requests")))
+    return merged
+
+
+def pod_requests(pod: Obj) -> dict[str, int]:
+    """Effective requests as the scheduler computes them.
+
+    max(sum of app containers + restartable init (sidecar) containers, largest regular init
+    container plus sidecars started before it) + pod overhead.
+    """
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for r, v in _container_requests(c).items():
+            total[r] = total.get(r, 0) + v
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in spec.get("initContainers") or []:
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            for r, v in req.items():
+                sidecars[r] = sidecars.get(r, 0) + v
+                total[r] = total.get(r, 0) + v
+            continue
+        for r, v in req.items():
+            init_peak[r] = max(init_peak.get(r, 0), v + sidecars.get(r, 0))
+    for r, v in init_peak.items():
+        total[r] = max(total.get(r, 0), v)
+    for r, v in resources(spec.get("overhead")).items():
+        total[r] = total.get(r, 0) + v
+    return {r: v for r, v in total.items() if v > 0}
+
+
+def gpu_requests(pod: Obj) -> dict[str, int]:
+    """The NVIDIA resources (whole GPUs, MIG slices, shared GPUs) a pod requests."""
+    return {r: v for r, v in pod_requests(pod).items() if r.startswith("nvidia.com/")}
