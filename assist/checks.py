@@ -29,8 +29,8 @@ from triage import (
 )
 from triage.cluster.objects import labels, name_of
 from triage.cluster.quantities import GPU, MIG_PREFIX, resources
-from triage.operator import gpu_resources, is_gpu_node
-from triage.verify import NodeVerification, verify_node
+from triage.layers.stacks.state import gpu_resources, is_gpu_node
+from triage.verify.node import NodeVerification, verify_node
 
 Result = dict[str, Any]
 PRODUCT_LABEL = "nvidia.com/gpu.product"

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from incidents.values import Incident, IncidentStatus, Stats
 from triage import Layer, TriageReport
-from triage.verify import NodeVerification
+from triage.verify.node import NodeVerification
 
 
 class OutcomeLike(Protocol):

@@ -16,8 +16,7 @@ from gpu_triage.errors import UserError
 from gpu_triage.sources import add_cluster_args, open_source
 from triage import EngineConfig, load_playbook
 from triage.cluster.source import ClusterSource
-from triage.preflight import OperatorState, Preflight, preflight
-from triage.verify import (
+from triage.verify.node import (
     CheckStatus,
     NodeVerification,
     probe_check,
@@ -25,6 +24,7 @@ from triage.verify import (
     verify_nodes,
     with_check,
 )
+from triage.verify.preflight import OperatorState, Preflight, preflight
 
 _MARK = {
     CheckStatus.PASS: "pass",

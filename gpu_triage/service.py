@@ -18,7 +18,7 @@ from incidents.errors import IncidentStoreError
 from incidents.values import Incident
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport
 from triage import triage as engine_triage
-from triage.verify import NodeVerification, verify_node
+from triage.verify.node import NodeVerification, verify_node
 
 if TYPE_CHECKING:
     from incidents.store import IncidentStore  # SQLAlchemy loads only when a store is used

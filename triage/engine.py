@@ -13,7 +13,6 @@ from functools import partial
 from itertools import compress, count
 from operator import is_not
 
-from triage.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.cluster.events import Event, parse_time, sorted_events
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, meta, name_of, ns_of
@@ -21,21 +20,29 @@ from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, ForbiddenError, SourceError
 from triage.cluster.usage import NodeUsage
 from triage.config import EngineConfig
-from triage.dra import DraView, devices_of, node_block, pod_claims, requests_of, reserved_for_others
-from triage.filters import PodFilters, needs_filters, pods_on
+from triage.layers.bound import check_scheduled_pod, terminal_headline
+from triage.layers.node import NodeHealth, assess_node
+from triage.layers.quota import QuotaInput, run_quota_checks
+from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
+from triage.layers.scheduling.dra import (
+    DraView,
+    devices_of,
+    node_block,
+    pod_claims,
+    requests_of,
+    reserved_for_others,
+)
+from triage.layers.scheduling.filters import PodFilters, needs_filters, pods_on
+from triage.layers.scheduling.placement import DraCheck, Placement
+from triage.layers.scheduling.reasons import WAITING, placement_summary, scheduling_signals
+from triage.layers.scheduling.scheduler import latest_failed_scheduling
+from triage.layers.stacks.view import StackView, load_view
 from triage.model import Layer, TriageReport
 from triage.names import validate_name, validate_namespace
-from triage.nodehealth import NodeHealth, assess_node
-from triage.placement import DraCheck, Placement
 from triage.playbooks import Playbook, load_playbook
-from triage.pods import check_scheduled_pod, terminal_headline
-from triage.quota import QuotaInput, run_quota_checks
-from triage.report import assemble
-from triage.scheduler import latest_failed_scheduling
-from triage.scheduling import WAITING, placement_summary, scheduling_signals
 from triage.signals import Signal, Unknown
-from triage.stacks import StackView, load_view
 from triage.target import Target, resolve
+from triage.verdict import assemble
 
 
 def triage(

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from triage import load_snapshot, triage
-from triage.autoscaler import ScalingReads, autoscaler_signals
 from triage.cluster.events import Event
+from triage.layers.scheduling.autoscaler import ScalingReads, autoscaler_signals
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NOW = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)
@@ -198,7 +198,7 @@ def test_the_status_configmap_names_the_group_at_its_maximum() -> None:
     ],
 )  # fmt: skip
 def test_status_configmap_in_every_shape_reads_without_error(text: str) -> None:
-    from triage.autoscaler import CaStatus
+    from triage.layers.scheduling.autoscaler import CaStatus
 
     status = CaStatus.read({"data": {"status": text}})
     assert status is not None

@@ -41,7 +41,7 @@ def test_placement_fast_path_agrees_with_the_full_evaluation(
 ) -> None:
     """Healthy nodes take an inlined path in Placement.fit; it must not change any answer."""
     import triage.engine as engine
-    from triage.nodehealth import assess_node
+    from triage.layers.node import assess_node
 
     fast = triage(
         load_snapshot(FIXTURES / case["file"]), namespace=case["namespace"], name=case["name"]

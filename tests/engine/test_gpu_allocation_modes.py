@@ -200,7 +200,7 @@ def test_validator_stuck_while_components_healthy_is_a_contradiction() -> None:
 
 
 def test_verification_does_not_flag_time_sliced_capacity() -> None:
-    from triage.verify import CheckStatus, verify_node
+    from triage.verify.node import CheckStatus, verify_node
 
     shared = {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
     n = node("a1", gpus=32, extra_labels=shared)

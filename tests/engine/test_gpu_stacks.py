@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from triage import EngineConfig, TriageReport, load_snapshot, triage
-from triage.components import DRA, GKE, OPERATOR, PLUGIN, classify
+from triage.layers.stacks.components import DRA, GKE, OPERATOR, PLUGIN, classify
 from triage.model import Status
 from triage.playbooks import PlaybookError, load_playbook
 

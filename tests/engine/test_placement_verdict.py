@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from triage.scheduling import _EXCLUSION_CODE, _no_candidate_summary
+from triage.layers.scheduling.reasons import _EXCLUSION_CODE, _no_candidate_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BIN = Path(sys.executable).with_name("gpu-triage")

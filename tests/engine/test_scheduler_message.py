@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.scheduler import category, parse
+from triage.layers.scheduling.scheduler import category, parse
 
 MSG = (
     "0/9 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, "

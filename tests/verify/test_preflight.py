@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.verify.vbuild import build, cpu_node, gpu_node, healthy, namespace
 from triage import MemorySource
-from triage.preflight import preflight
+from triage.verify.preflight import preflight
 
 
 def test_baseline_of_a_healthy_cluster() -> None:

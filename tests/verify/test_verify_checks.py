@@ -21,7 +21,7 @@ from triage import InvalidNameError, Layer, MemorySource, NotFoundError, load_pl
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError
 from triage.playbooks import Playbook
-from triage.verify import (
+from triage.verify.node import (
     CheckStatus,
     NodeVerification,
     probe_check,

@@ -97,7 +97,7 @@ def parse(message: str) -> SchedulerMessage | None:
 def latest_failed_scheduling(pod: Obj, events: list[Event]) -> tuple[str, str] | None:
     """(message, where it came from), from the newest event or else the PodScheduled condition."""
     for ev in events:
-        # Karpenter writes FailedScheduling too, in its own words (triage.autoscaler reads it).
+        # Karpenter writes FailedScheduling too, in its own words (`autoscaler` reads it).
         if (
             ev.reason == "FailedScheduling"
             and ev.message

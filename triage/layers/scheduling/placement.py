@@ -22,9 +22,9 @@ from triage.cluster.selectors import (
     untolerated_taints,
 )
 from triage.cluster.usage import NodeUsage
-from triage.filters import PodFilters, Refusal
+from triage.layers.node import NodeHealth, Verdict, expected_gpu_count
+from triage.layers.scheduling.filters import PodFilters, Refusal
 from triage.model import Layer
-from triage.nodehealth import NodeHealth, Verdict, expected_gpu_count
 
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.
 SYSTEM_NAMESPACES = (

@@ -13,12 +13,12 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from triage.autoscaler import NO_READS, ScalingReads, autoscaler_signals
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, labels
+from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscaler_signals
+from triage.layers.scheduling.placement import Evaluation, NodeFit, Placement
+from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
-from triage.placement import Evaluation, NodeFit, Placement
-from triage.scheduler import latest_failed_scheduling, parse
 from triage.signals import Signal
 
 _SUMMARY = {
@@ -71,7 +71,7 @@ AFTER_FIT = frozenset(
      "scheduling.pod-anti-affinity", "scheduling.existing-anti-affinity"}
 )  # fmt: skip
 
-# The scheduler's reasons this triage judges from objects (triage.scheduler categories).
+# The scheduler's reasons this triage judges from objects (`scheduler` categories).
 MODELLED = frozenset(
     {"insufficient", "selector", "taint", "cordoned", "preemption", "node name", "volume",
      "pod affinity", "topology spread", "ports"}

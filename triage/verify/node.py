@@ -1,7 +1,7 @@
 """Node verification: is this GPU node correctly understood by Kubernetes?
 
 Triage answers "why is this pod stuck?"; verification answers the platform's question before
-anyone's pod is stuck, with the design brief's fixed template (checks in `triage.nodechecks`).
+anyone's pod is stuck, with the design brief's fixed template (checks in `checks`).
 A failing node routes to the owner of its lowest failing layer, exactly as a stuck pod on it
 would, including node-pool overrides from the playbook.
 """
@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from triage.cluster.objects import Obj, labels, name_of
 from triage.cluster.source import ClusterSource, NotFoundError
 from triage.config import EngineConfig
+from triage.layers.stacks.state import is_gpu_node
 from triage.model import Layer
 from triage.names import validate_name
-from triage.nodechecks import (
+from triage.playbooks import Playbook, load_playbook
+from triage.verify.checks import (
     Check,
     CheckStatus,
     Cluster,
@@ -23,8 +25,6 @@ from triage.nodechecks import (
     driver_strategy,
     node_checks,
 )
-from triage.operator import is_gpu_node
-from triage.playbooks import Playbook, load_playbook
 
 __all__ = [
     "Check",

@@ -1,4 +1,4 @@
-"""The individual checks of node verification (see `triage.verify`), one function per check.
+"""The individual checks of node verification (see `node`), one function per check.
 
 Node verification: the design brief's post-deployment template, run against one GPU node.
 
@@ -19,13 +19,13 @@ from triage.cluster.objects import Obj, condition_true, labels, name_of, ns_of
 from triage.cluster.quantities import GPU, MIG_PREFIX
 from triage.cluster.selectors import taint_str
 from triage.cluster.source import ClusterSource, ForbiddenError
-from triage.components import OPERATOR, ROLE_TITLES
 from triage.config import EngineConfig
+from triage.layers.node import NodeHealth, assess_node, sharing_note
+from triage.layers.stacks.components import OPERATOR, ROLE_TITLES
+from triage.layers.stacks.state import component_state, failing_validation, node_ready
+from triage.layers.stacks.view import NodePlan, StackView, load_view
 from triage.model import Frozen, Layer, OwnerRoute
-from triage.nodehealth import NodeHealth, assess_node, sharing_note
-from triage.operator import component_state, failing_validation, node_ready
 from triage.playbooks import Playbook
-from triage.stacks import NodePlan, StackView, load_view
 
 
 class CheckStatus(StrEnum):

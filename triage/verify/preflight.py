@@ -18,10 +18,10 @@ from triage.cluster.objects import labels, name_of
 from triage.cluster.selectors import taint_str
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
+from triage.layers.stacks.state import is_gpu_node
 from triage.model import Frozen
-from triage.nodechecks import Cluster, driver_strategy, separation
-from triage.operator import is_gpu_node
 from triage.playbooks import Playbook, load_playbook
+from triage.verify.checks import Cluster, driver_strategy, separation
 
 
 class GpuNode(Frozen):

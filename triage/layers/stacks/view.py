@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of, ns_of, owner
-from triage.components import (
+from triage.layers.stacks.components import (
     DEPLOY_KEY,
     OPERATOR,
     STACK_TITLES,

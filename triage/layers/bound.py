@@ -11,8 +11,8 @@ import re
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, container_states, name_of, pod_problem
+from triage.layers.node import NodeHealth
 from triage.model import Layer
-from triage.nodehealth import NodeHealth
 from triage.signals import Signal
 
 # Messages the NVIDIA container stack prints when the driver or runtime is broken.

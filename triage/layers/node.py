@@ -12,8 +12,8 @@ from datetime import datetime
 from triage.cluster.events import parse_time
 from triage.cluster.objects import Obj, condition, labels, name_of, ns_of
 from triage.cluster.quantities import GPU, MIG_PREFIX, resources
-from triage.components import GKE, OPERATOR, ROLE_TITLES, Component
-from triage.operator import (
+from triage.layers.stacks.components import GKE, OPERATOR, ROLE_TITLES, Component
+from triage.layers.stacks.state import (
     ComponentState,
     component_state,
     failing_validation,
@@ -21,7 +21,7 @@ from triage.operator import (
     is_gpu_node,
     node_ready,
 )
-from triage.stacks import Expectation, NodePlan, StackView
+from triage.layers.stacks.view import Expectation, NodePlan, StackView
 
 
 @dataclass(slots=True)

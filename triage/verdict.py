@@ -10,8 +10,8 @@ from triage.cluster.objects import name_of
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
+from triage.layers.scheduling.placement import wants_gpu
 from triage.model import LAYER_ORDER, Layer, PodRef, TriageReport
-from triage.placement import wants_gpu
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target

@@ -2,7 +2,7 @@
 
 Is the node a GPU node (NVIDIA's, NFD's or a cloud's labels, or GPUs in capacity), is it Ready,
 what does it advertise, and how are the driver, toolkit, device plugin or validator pods on it
-doing, whichever stack runs them (see `triage.stacks`). Judged from object state, never from
+doing, whichever stack runs them (see `view`). Judged from object state, never from
 events alone, so the answer survives event expiry.
 """
 
