@@ -40,7 +40,7 @@ def test_placement_fast_path_agrees_with_the_full_evaluation(
     case: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Healthy nodes take an inlined path in Placement.fit; it must not change any answer."""
-    import triage.engine as engine
+    import triage.layers.health as node_health
     from triage.layers.node import assess_node
 
     fast = triage(
@@ -52,7 +52,7 @@ def test_placement_fast_path_agrees_with_the_full_evaluation(
         health.clean = False
         return health
 
-    monkeypatch.setattr(engine, "assess_node", never_clean)
+    monkeypatch.setattr(node_health, "assess_node", never_clean)
     full = triage(
         load_snapshot(FIXTURES / case["file"]), namespace=case["namespace"], name=case["name"]
     )

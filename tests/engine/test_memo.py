@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import triage.engine as engine
+import triage.layers.health as health
 from tests.engine.mini import cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, MemorySource, triage
 
@@ -16,13 +16,13 @@ from triage import Layer, MemorySource, triage
 def assessed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the nodes the engine assesses from now on (memo misses), in order."""
     calls: list[str] = []
-    real = engine.assess_node
+    real = health.assess_node
 
     def counting(node_obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         calls.append(node_obj["metadata"]["name"])
         return real(node_obj, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "assess_node", counting)
+    monkeypatch.setattr(health, "assess_node", counting)
     return calls
 
 

@@ -11,6 +11,7 @@ import re
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, container_states, name_of, pod_problem
+from triage.layers.base import Context, Outcome
 from triage.layers.node import NodeHealth
 from triage.model import Layer
 from triage.signals import Signal
@@ -23,6 +24,42 @@ GPU_RUNTIME_ERROR = re.compile(
     re.IGNORECASE,
 )
 START_REASONS = ("Failed", "FailedCreatePodSandBox", "FailedStart", "BackOff")
+
+
+def on_node(pod: Obj | None) -> bool:
+    """Whether the pod is past scheduling: finished (other than rejected at admission), or
+    bound to a node. Scheduling has nothing to say about such a pod."""
+    if pod is None:
+        return False
+    return _finished(pod) or bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _finished(pod: Obj) -> bool:
+    status = pod.get("status") or {}
+    return (
+        status.get("phase") in ("Succeeded", "Failed")
+        and status.get("reason") != "UnexpectedAdmissionError"
+    )
+
+
+def check(ctx: Context) -> Outcome:
+    """The pod's own node: the driver, the runtime and kubelet's device admission there."""
+    pod = ctx.target.pod
+    if pod is None or not on_node(pod):
+        return Outcome()
+    if _finished(pod):
+        return Outcome(headline=terminal_headline(pod))
+    spec = pod.get("spec") or {}
+    node = ctx.get("Node", str(spec.get("nodeName")), None, layer=Layer.DRIVER)
+    health = ctx.healths.assess(node, ctx.view) if node is not None else None
+    runtime_classes = None
+    if spec.get("runtimeClassName"):
+        runtime_classes = ctx.read("RuntimeClass", None, layer=Layer.DRIVER)
+    signals = check_scheduled_pod(
+        pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes
+    )
+    headline = None if any(s.blocking for s in signals) else terminal_headline(pod)
+    return Outcome(signals=signals, headline=headline)
 
 
 def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:

@@ -15,6 +15,7 @@ from triage.cluster.events import Event
 from triage.cluster.objects import Obj, annotations_of, condition, labels, meta, name_of
 from triage.cluster.quantities import amount, fmt_amount, pod_requests, resources
 from triage.cluster.source import ForbiddenError
+from triage.layers.base import Context, Outcome
 from triage.model import Layer
 from triage.signals import Signal, Unknown
 
@@ -356,6 +357,22 @@ def check_priority(inp: QuotaInput) -> None:
                 f"PriorityClass {pc_name} does not exist: pods using it are rejected",
             )
         )
+
+
+def check(ctx: Context) -> Outcome:
+    """ResourceQuotas, Kueue, Volcano and priority, for the pod or its workload."""
+    t = ctx.target
+    inp = QuotaInput(
+        namespace=t.namespace,
+        pod=t.pod,
+        template=t.template,
+        workloads=t.workloads,
+        workload_events=ctx.workload_events,
+        read=lambda kind, ns: ctx.source.objects(kind, namespace=ns),
+    )
+    run_quota_checks(inp)
+    ctx.unknowns.extend(inp.unknowns)
+    return Outcome(signals=inp.signals)
 
 
 def run_quota_checks(inp: QuotaInput) -> None:

@@ -11,12 +11,16 @@ as not evaluated and assumed to match.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from triage.cluster.objects import Obj, meta, name_of, ns_of, pod_problem
 from triage.cluster.quantities import amount
+from triage.layers.base import Context
+from triage.layers.stacks.view import StackView
 from triage.model import Layer
+from triage.signals import Signal
 
 _DRIVER_EQ = re.compile(r'device\.driver\s*==\s*["\']([^"\']+)["\']')
 _ATTR_CMP = re.compile(
@@ -296,3 +300,69 @@ def node_block(
                 + ("" if understood else " [some CEL selectors not evaluated]"),
             )
     return None
+
+
+DraCheck = Callable[[str], "tuple[Layer, str, str] | None"]
+
+
+@dataclass
+class ClaimCheck:
+    """The pod's ResourceClaims, judged: signals about the claims themselves, and for the
+    unallocated ones a per-node check (`node`) and the nodes publishing devices for them
+    (`nodes`; None: no restriction)."""
+
+    signals: list[Signal] = field(default_factory=list)
+    node: DraCheck | None = None
+    nodes: set[str] | None = None
+
+
+def check_claims(ctx: Context, pod: Obj, stacks: StackView) -> ClaimCheck:
+    out = ClaimCheck()
+    if not (pod.get("spec") or {}).get("resourceClaims"):
+        return out
+    claims_here = ctx.read("ResourceClaim", ctx.target.namespace, layer=Layer.SCHEDULING)
+    view = DraView(
+        classes={name_of(c): c for c in ctx.read("DeviceClass", None, layer=Layer.DEVICE_PLUGIN)},
+        devices=devices_of(ctx.read("ResourceSlice", None, layer=Layer.DEVICE_PLUGIN)),
+        claims=ctx.read("ResourceClaim", None, layer=Layer.SCHEDULING),
+    )
+    for node, roles in stacks.pods_by_node.items():
+        if "dra-plugin" in roles:
+            view.plugin_pods[node] = roles["dra-plugin"]
+    requests = []
+    for ref, claim, how in pod_claims(pod, claims_here):
+        if claim is None:
+            out.signals.append(
+                Signal(
+                    Layer.SCHEDULING,
+                    "scheduling.dra-claim-missing",
+                    f"the pod's ResourceClaim {ref} ({how}) does not exist yet",
+                    evidence=[f"pod spec.resourceClaims names {how}"],
+                )
+            )
+        elif (claim.get("status") or {}).get("allocation"):
+            out.signals.extend(_allocated(ref, claim, pod))
+        else:
+            requests.extend(requests_of(claim))
+    if requests:
+        allocated = view.allocated
+        out.node = lambda node: node_block(node, requests, view, allocated)
+        out.nodes = view.nodes_with_devices(requests)
+    return out
+
+
+def _allocated(ref: str, claim: Obj, pod: Obj) -> list[Signal]:
+    """An allocated claim holds the pod back only when it is reserved for other pods."""
+    others = reserved_for_others(claim, pod)
+    if not others:
+        return []
+    results = (((claim["status"]["allocation"]).get("devices") or {}).get("results")) or []
+    devs = ", ".join(f"{r.get('pool')}/{r.get('device')}" for r in results)
+    return [
+        Signal(
+            Layer.SCHEDULING,
+            "scheduling.dra-claim-in-use",
+            f"ResourceClaim {ref} is allocated and reserved for pod(s) {', '.join(others)}",
+            evidence=[f"ResourceClaim {ref} is allocated ({devs or 'no devices listed'})"],
+        )
+    ]

@@ -23,6 +23,7 @@ from triage.cluster.selectors import (
 )
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth, Verdict, expected_gpu_count
+from triage.layers.scheduling.dra import DraCheck
 from triage.layers.scheduling.filters import PodFilters, Refusal
 from triage.model import Layer
 
@@ -202,7 +203,6 @@ def _profile_gb(profile: str) -> int | None:
 
 
 NO_DRA = "no DRA devices"  # the exclusion of nodes publishing nothing the pod's claims match
-DraCheck = Callable[[str], "tuple[Layer, str, str] | None"]
 
 
 class _Class:
