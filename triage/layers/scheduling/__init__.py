@@ -1,0 +1,8 @@
+"""The scheduling layer: `check` judges every node for a pod without one, through
+`placement` (static exclusions, resources, MIG, DRA), `filters` (the scheduler's filter
+plugins), `dra` (ResourceClaims against ResourceSlices), `scheduler` (what kube-scheduler
+said), `reasons` (signals per reason) and `autoscaler` (node autoscaling and preemption).
+
+May import: `triage.cluster`, `triage.layers.base`, `triage.layers.node`,
+`triage.layers.stacks`, `triage.model`, `triage.signals`.
+"""
