@@ -36,10 +36,9 @@ from bot.commands import (
 )
 from bot.handlers import Asker, Handlers
 from bot.policy import AccessPolicy, UsergroupCache
-from bot.ports import IncidentStoreLike, TriageServiceLike
+from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
 from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE
 from bot.work import SeenSet, WorkerPool
-from gpu_triage.settings import Settings
 from incidents.errors import IncidentStoreError
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ class TriageApp(App):
 
 
 def create_app(
-    settings: Settings,
+    settings: BotSettings,
     *,
     service: TriageServiceLike,
     store: IncidentStoreLike,

@@ -8,9 +8,31 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pydantic import SecretStr
+
 from incidents.values import Incident, IncidentStatus, Stats
 from triage import Layer, TriageReport
 from triage.verify.node import NodeVerification
+
+
+class BotSettings(Protocol):
+    """What the Slack app reads from the settings. The composition root's
+    `gpu_triage.settings.Settings` provides it; the adapter never imports that module."""
+
+    @property
+    def slack_bot_token(self) -> SecretStr: ...
+
+    @property
+    def slack_signing_secret(self) -> SecretStr: ...
+
+    @property
+    def api_base_url(self) -> str: ...
+
+    @property
+    def workers(self) -> int: ...
+
+    @property
+    def max_pending(self) -> int: ...
 
 
 class OutcomeLike(Protocol):
