@@ -19,7 +19,7 @@ from triage.layers.base import Context, Outcome
 from triage.layers.bound import on_node
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
-from triage.layers.scheduling.filters import PodFilters, needs_filters, pods_on
+from triage.layers.scheduling.filters import FilterView, PodFilters, needs_filters, pods_on
 from triage.layers.scheduling.placement import Placement
 from triage.layers.scheduling.reasons import placement_summary, scheduling_signals
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
@@ -88,15 +88,15 @@ def _filters(
     existing = sched is not None and "existing pods anti-affinity" in sched[0]
     if not existing and not needs_filters(pod):
         return None
-    return PodFilters(
+    view = FilterView(
         pod,
         get=ctx.getter(Layer.SCHEDULING),
         read=ctx.reader(Layer.SCHEDULING),
         events=ctx.events,
         nodes=nodes,
         usage=usage,
-        existing_anti_affinity=existing,
     )
+    return PodFilters(view, existing_anti_affinity=existing)
 
 
 def _scaling_reads(ctx: Context, pod: Obj, usage: Mapping[str, NodeUsage]) -> ScalingReads:

@@ -14,26 +14,20 @@ shared `FilterView`; this module runs them in the scheduler's order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from triage.cluster.objects import Obj
-from triage.cluster.usage import NodeUsage
 from triage.layers.scheduling.filters.affinity import InterPodAffinity, required_terms
 from triage.layers.scheduling.filters.ports import NodePorts, host_ports
 from triage.layers.scheduling.filters.spread import TopologySpread, hard_constraints
 from triage.layers.scheduling.filters.view import (
-    Events,
     Filter,
     FilterView,
-    Get,
-    Read,
     Refusal,
     pods_on,
 )
 from triage.layers.scheduling.filters.volumes import Volumes, claim_names
 from triage.signals import Signal
 
-__all__ = ["PodFilters", "Refusal", "needs_filters", "pods_on"]
+__all__ = ["FilterView", "PodFilters", "Refusal", "needs_filters", "pods_on"]
 
 
 def needs_filters(pod: Obj) -> bool:
@@ -50,18 +44,8 @@ def needs_filters(pod: Obj) -> bool:
 class PodFilters:
     """The filters for one pod, over one view of the cluster."""
 
-    def __init__(
-        self,
-        pod: Obj,
-        *,
-        get: Get,
-        read: Read,
-        events: Events,
-        nodes: list[Obj],
-        usage: Mapping[str, NodeUsage],
-        existing_anti_affinity: bool = False,
-    ) -> None:
-        self.view = FilterView(pod, get=get, read=read, events=events, nodes=nodes, usage=usage)
+    def __init__(self, view: FilterView, *, existing_anti_affinity: bool = False) -> None:
+        self.view = view
         self.before: tuple[Filter, ...] = (NodePorts(self.view),)
         self.after: tuple[Filter, ...] = (
             Volumes(self.view),
