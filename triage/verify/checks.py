@@ -20,7 +20,8 @@ from triage.cluster.quantities import GPU, MIG_PREFIX
 from triage.cluster.selectors import taint_str
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
-from triage.layers.node import NodeHealth, assess_node, sharing_note
+from triage.layers.device_plugin import sharing_note
+from triage.layers.node import NodeHealth, assess_node
 from triage.layers.stacks.components import OPERATOR, ROLE_TITLES
 from triage.layers.stacks.state import component_state, failing_validation, node_ready
 from triage.layers.stacks.view import NodePlan, StackView, load_view

@@ -3,6 +3,6 @@
 plugins), `dra` (ResourceClaims against ResourceSlices), `scheduler` (what kube-scheduler
 said), `reasons` (signals per reason) and `autoscaler` (node autoscaling and preemption).
 
-May import: `triage.cluster`, `triage.layers.base`, `triage.layers.node`,
+May import: `triage.cluster`, `triage.layers.base`, `triage.layers.node`, `triage.layers.verdicts`,
 `triage.layers.stacks`, `triage.model`, `triage.signals`.
 """

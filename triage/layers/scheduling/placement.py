@@ -22,9 +22,10 @@ from triage.cluster.selectors import (
     untolerated_taints,
 )
 from triage.cluster.usage import NodeUsage
-from triage.layers.node import NodeHealth, Verdict, expected_gpu_count
+from triage.layers.node import NodeHealth, expected_gpu_count
 from triage.layers.scheduling.dra import DraCheck
 from triage.layers.scheduling.filters import PodFilters, Refusal
+from triage.layers.verdicts import Verdict
 from triage.model import Layer
 
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.

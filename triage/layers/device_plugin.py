@@ -1,0 +1,103 @@
+"""The device-plugin layer on one node: does kubelet advertise the GPUs, and if not, is the plugin
+failing, missing, switched off, paused, run on the host, or not installed for this stack at all?
+Also what GPU sharing (time-slicing, MPS) does to the numbers."""
+
+from __future__ import annotations
+
+from triage.cluster.objects import Obj, labels, name_of
+from triage.layers.driver import mig_verdict
+from triage.layers.stacks.components import OPERATOR
+from triage.layers.stacks.state import component_state, is_gpu_node
+from triage.layers.stacks.view import Expectation, NodePlan, StackView
+from triage.layers.verdicts import Verdict, ds_values, skipped_by, state_verdict, switch_values
+
+
+def plugin_verdict(
+    node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
+) -> Verdict:
+    name = name_of(node)
+    mig = mig_verdict(node, view)
+    if mig is not None and mig.code.startswith("device-plugin."):
+        return mig
+    plugin = component_state(view, name, "device-plugin")
+    exp = plan.role("device-plugin")
+    if not any(v > 0 for v in allocatable.values()):
+        if plugin is not None:
+            return Verdict(
+                False,
+                "device-plugin.no-gpu-resource",
+                f"node {name} advertises no NVIDIA GPUs in Allocatable; {plugin.text}",
+                plugin.detail,
+                plugin.pod,
+            )
+        if plan.dra_only:
+            return Verdict(True, text="GPUs offered through DRA (no device plugin by design)")
+        if is_gpu_node(node):
+            return _plugin_absent(name, exp, plan)
+        return Verdict(
+            False,
+            "device-plugin.no-gpu-resource",
+            f"node {name} advertises no NVIDIA GPUs in Allocatable",
+        )
+    if plugin is not None and not plugin.ok:
+        return state_verdict("device-plugin.pod-failing", name, plugin, plugin.text)
+    return Verdict(True, text="GPUs advertised")
+
+
+def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> Verdict:
+    """A GPU node advertising no GPUs with no device-plugin pod: say why there is none."""
+    head = f"node {name} advertises no NVIDIA GPUs in Allocatable"
+    if exp.expected or (plan.inferred and OPERATOR in plan.stacks and not exp.disabled):
+        source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
+        return Verdict(
+            False,
+            "device-plugin.pod-missing",
+            f"{head}; no device-plugin pod runs there{source}",
+            values=ds_values(exp.serving[0]) if exp.serving else {},
+        )
+    if exp.disabled:
+        return Verdict(
+            False,
+            "device-plugin.component-disabled",
+            f"{head}: the device plugin is switched off there ({exp.disabled}), so there is "
+            "no plugin pod to restart",
+            values=switch_values(exp.disabled, "device plugin"),
+        )
+    if exp.paused:
+        return Verdict(
+            False, "device-plugin.paused", f"{head}: the device plugin is paused ({exp.paused})"
+        )
+    if exp.host:
+        return Verdict(
+            False,
+            "device-plugin.host-plugin",
+            f"{head}; its device plugin {exp.host}, outside Kubernetes: check it on the node",
+        )
+    if exp.skipping:
+        comp, why = exp.skipping[0]
+        return Verdict(
+            False,
+            "device-plugin.not-deployed",
+            f"{head}: no device plugin runs there; {skipped_by(exp)}",
+            values={**ds_values(comp), "skip_reason": why},
+        )
+    return Verdict(
+        False,
+        "device-plugin.not-installed",
+        f"{head}: no NVIDIA device plugin is installed for it (no device-plugin DaemonSet of "
+        "the GPU Operator, GKE or NVIDIA's k8s-device-plugin targets it)",
+    )
+
+
+def sharing_note(node: Obj) -> str | None:
+    """Time-slicing / MPS: allocatable counts replicas, not physical GPUs. That is expected."""
+    lab = labels(node)
+    replicas = lab.get("nvidia.com/gpu.replicas")
+    strategy = lab.get("nvidia.com/gpu.sharing-strategy")
+    if not replicas or (replicas in ("0", "1") and not strategy):
+        return None
+    count = lab.get("nvidia.com/gpu.count", "?")
+    return (
+        f"node {name_of(node)} shares its {count} GPU(s) by {strategy or 'time-slicing'} "
+        f"with {replicas} replicas each: allocatable counts shares, not physical GPUs"
+    )

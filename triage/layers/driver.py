@@ -1,0 +1,159 @@
+"""The driver layer on one node: is a driver loaded (by the GPU Operator, GKE's installer or the
+node image), is the container toolkit configured, did the operator's validator pass, did a MIG
+reconfiguration fail? Also whether GPU feature discovery runs there (its labels feed placement)."""
+
+from __future__ import annotations
+
+from triage.cluster.objects import Obj, labels, name_of
+from triage.layers.stacks.components import GKE, OPERATOR, ROLE_TITLES
+from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
+from triage.layers.stacks.view import Expectation, NodePlan, StackView
+from triage.layers.verdicts import (
+    Verdict,
+    ds_values,
+    skipped_by,
+    stack_text,
+    state_verdict,
+    switch_values,
+)
+
+
+def driver_verdict(
+    node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
+) -> Verdict:
+    name = name_of(node)
+    ready, why = node_ready(node)
+    if not ready:
+        return Verdict(False, "driver.node-not-ready", f"node {name} is not Ready: {why}")
+    if not is_gpu_node(node):
+        return Verdict(True, text="not a GPU node")
+    exp = plan.role("driver")
+    has_gpus = any(v > 0 for v in allocatable.values())
+    driver = component_state(view, name, "driver")
+    title = stack_text(exp, "driver installer" if GKE in plan.stacks else "driver")
+    if driver is not None and not driver.ok:
+        text = driver.text.replace("driver pod", f"{title} pod", 1)
+        return state_verdict("driver.pod-failing", name, driver, text)
+    if driver is None and not has_gpus:
+        missing = _driver_missing(name, exp, plan)
+        if missing is not None:
+            return missing
+    toolkit = component_state(view, name, "toolkit")
+    if toolkit is not None and not toolkit.ok:
+        return state_verdict(
+            "driver.toolkit-failing",
+            name,
+            toolkit,
+            f"NVIDIA container {toolkit.text} (runtime not configured for GPUs)",
+        )
+    stuck = failing_validation(view, name)
+    if stuck in ("driver-validation", "toolkit-validation", "cuda-validation") and not has_gpus:
+        return Verdict(
+            False,
+            "driver.validation-failed",
+            f"node {name}: operator validator stuck at {stuck} and no GPUs advertised",
+        )
+    off = plan.role("toolkit").disabled
+    if off and not has_gpus and _waiting_in(view, name, "toolkit-validation"):
+        return Verdict(
+            False,
+            "driver.component-disabled",
+            f"node {name}: the NVIDIA container toolkit is switched off there ({off}) and the "
+            "GPU components wait for it: nothing configures the container runtime for GPUs",
+            values=switch_values(off, "NVIDIA container toolkit"),
+        )
+    if exp.host:
+        return Verdict(True, text=f"driver {exp.host}, healthy")
+    return Verdict(True, text="driver operator-managed, healthy" if driver else "driver healthy")
+
+
+def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | None:
+    """No driver pod on a GPU node that advertises no GPUs: is one missing, switched off, or
+    not this stack's business (a driver in the node image)?"""
+    if exp.expected:
+        source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
+        return Verdict(
+            False,
+            "driver.pod-missing",
+            f"node {name}: no NVIDIA driver pod runs there although the "
+            f"{'GPU Operator' if OPERATOR in plan.stacks else 'cluster'} manages its driver{source}",
+            values=ds_values(exp.serving[0]) if exp.serving else {},
+        )
+    if exp.disabled and not exp.host:
+        return Verdict(
+            False,
+            "driver.component-disabled",
+            f"node {name}: the GPU Operator's driver is switched off there ({exp.disabled}) and "
+            "no driver is loaded: no GPUs are advertised",
+            values=switch_values(exp.disabled, "NVIDIA driver"),
+        )
+    if exp.paused:
+        return Verdict(
+            False,
+            "driver.upgrade-in-progress",
+            f"node {name}: NVIDIA driver upgrade in progress ({exp.paused}); its GPUs return "
+            "when the driver pod is back",
+        )
+    if plan.platform == "GKE" and GKE in plan.stacks and not exp.host:
+        return Verdict(
+            False,
+            "driver.not-installed",
+            f"node {name}: GKE does not install the driver on this node (no "
+            "cloud.google.com/gke-gpu-driver-version label) and no NVIDIA driver installer "
+            "pod runs there" + (f"; {skipped_by(exp)}" if exp.skipping else ""),
+        )
+    return None
+
+
+def gfd_down(view: StackView, plan: NodePlan, node: str) -> str | None:
+    """Why GPU feature discovery (which writes nvidia.com/gpu.product and friends) is not
+    running on the node, or None when it runs or the node's stack has none."""
+    exp = plan.role("gfd")
+    state = component_state(view, node, "gfd")
+    if state is not None:
+        return None if state.ok else f"{ROLE_TITLES['gfd']} {state.text}"
+    if exp.disabled:
+        return f"{ROLE_TITLES['gfd']} is switched off there ({exp.disabled})"
+    if exp.paused:
+        return f"{ROLE_TITLES['gfd']} is paused ({exp.paused})"
+    if exp.expected:
+        return f"no {ROLE_TITLES['gfd']} pod runs there"
+    return None
+
+
+def _waiting_in(view: StackView, node: str, init: str) -> bool:
+    """Some GPU component pod on the node is stuck in the init container `init`."""
+    for pod in view.node_pods(node):
+        for cs in (pod.get("status") or {}).get("initContainerStatuses") or []:
+            if cs.get("name") == init and not (cs.get("state") or {}).get("terminated"):
+                return True
+    return False
+
+
+def mig_verdict(node: Obj, view: StackView) -> Verdict | None:
+    lab = labels(node)
+    state = lab.get("nvidia.com/mig.config.state")
+    config = lab.get("nvidia.com/mig.config", "?")
+    if state not in ("pending", "rebooting", "failed"):
+        return None
+    manager = component_state(view, name_of(node), "mig-manager")
+    detail = manager.detail if manager is not None else []
+    mgr = f"; {manager.text}" if manager is not None else ""
+    pod = manager.pod if manager is not None else ""
+    if state == "failed":
+        return Verdict(
+            False,
+            "driver.mig-config-failed",
+            f"node {name_of(node)}: MIG reconfiguration to {config} failed "
+            f"(nvidia.com/mig.config.state=failed){mgr}",
+            detail,
+            pod,
+        )
+    return Verdict(
+        False,
+        "device-plugin.mig-reconfiguring",
+        f"node {name_of(node)}: MIG reconfiguration to {config} in progress (state {state}); "
+        f"its GPUs return when the mig-manager finishes{mgr}",
+        detail,
+        pod,
+    )

@@ -1,0 +1,51 @@
+"""What a node-level layer (driver, device plugin) says about one node: a `Verdict`, and the
+helpers that word it and fill the playbook's placeholders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triage.layers.stacks.components import GKE, OPERATOR, Component
+from triage.layers.stacks.state import ComponentState
+from triage.layers.stacks.view import Expectation
+
+
+@dataclass(slots=True)
+class Verdict:
+    ok: bool
+    code: str = ""
+    text: str = ""
+    detail: list[str] = field(default_factory=list)
+    pod: str = ""  # "namespace/name" of the component pod at fault, if one is
+    values: dict[str, str] = field(default_factory=dict)  # playbook placeholders it fills
+
+
+def stack_text(exp: Expectation, default: str) -> str:
+    stacks = {c.stack for c in exp.serving}
+    if GKE in stacks:
+        return f"GKE {default}"
+    if OPERATOR in stacks or not stacks:
+        return f"NVIDIA {default}"
+    return default
+
+
+def state_verdict(code: str, name: str, state: ComponentState, text: str) -> Verdict:
+    return Verdict(False, code, f"node {name}: {text}", state.detail, state.pod)
+
+
+def ds_values(comp: Component) -> dict[str, str]:
+    return {"daemonset_namespace": comp.namespace, "daemonset_name": comp.name,
+            "component_namespace": comp.namespace}  # fmt: skip
+
+
+def switch_values(setting: str, component: str) -> dict[str, str]:
+    """What the playbook needs to say how to switch a component back on."""
+    out = {"setting": setting, "component": component}
+    key, _, value = setting.partition("=")
+    if key.startswith("nvidia.com/gpu.deploy.") and value == "false":
+        out["switch_key"] = key
+    return out
+
+
+def skipped_by(exp: Expectation) -> str:
+    return "; ".join(f"DaemonSet {c.ref} skips it: {why}" for c, why in exp.skipping[:3])
