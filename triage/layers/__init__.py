@@ -3,8 +3,9 @@ in the order the engine runs them: `bound` (a pod on its node: driver, runtime, 
 admission), `scheduling` (a pod without a node), `quota` (ResourceQuotas, Kueue, Volcano).
 
 The two lowest layers are judged per node: `driver` and `device_plugin` each give a `Verdict`
-(`verdicts`), `node` combines them into a node's health, `health` remembers them across triages, and `stacks` knows which GPU stack (GPU
-Operator in any namespace, GKE/EKS/AKS managed, plugin-only, DRA driver, MIG) serves a node.
+(`verdicts`), `node` combines them into a node's health, `health` remembers that across
+triages, and `stacks` knows which GPU stack (GPU Operator in any namespace, GKE/EKS/AKS
+managed, plugin-only, DRA driver, MIG) serves a node.
 
 May import: `triage.cluster`, `triage.model`, `triage.signals`, `triage.config`,
 `triage.target`. Never the engine, the verdict, rendering or any adapter.
