@@ -12,7 +12,7 @@ from triage import EngineConfig, load_playbook, load_snapshot, triage
 from triage.cluster.objects import name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import pod_requests
 from triage.cluster.source import ClusterSource
-from triage.layers.scheduling.placement import wants_gpu
+from triage.layers.scheduling.exclusions import wants_gpu
 from triage.render import to_json, to_text
 
 

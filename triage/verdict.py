@@ -10,7 +10,7 @@ from triage.cluster.objects import name_of
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
-from triage.layers.scheduling.placement import wants_gpu
+from triage.layers.scheduling.exclusions import wants_gpu
 from triage.model import LAYER_ORDER, Layer, PodRef, TriageReport
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding

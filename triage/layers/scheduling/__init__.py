@@ -1,5 +1,6 @@
 """The scheduling layer: `check` judges every node for a pod without one, through
-`placement` (static exclusions, resources, MIG, DRA), `filters` (the scheduler's filter
+`placement` (every node, once per node class: `exclusions` says whether the pod could
+ever use it, `blocks` what stops it there now), `filters` (the scheduler's filter
 plugins), `dra` (ResourceClaims against ResourceSlices), `scheduler` (what kube-scheduler
 said), `reasons` (signals per reason) and `autoscaler` (node autoscaling and preemption).
 

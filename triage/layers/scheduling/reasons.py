@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, labels
 from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscaler_signals
-from triage.layers.scheduling.placement import Evaluation, NodeFit, Placement
+from triage.layers.scheduling.blocks import NodeFit
+from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
 from triage.signals import Signal

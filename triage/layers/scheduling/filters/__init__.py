@@ -18,12 +18,7 @@ from triage.cluster.objects import Obj
 from triage.layers.scheduling.filters.affinity import InterPodAffinity, required_terms
 from triage.layers.scheduling.filters.ports import NodePorts, host_ports
 from triage.layers.scheduling.filters.spread import TopologySpread, hard_constraints
-from triage.layers.scheduling.filters.view import (
-    Filter,
-    FilterView,
-    Refusal,
-    pods_on,
-)
+from triage.layers.scheduling.filters.view import Filter, FilterView, Refusal, pods_on
 from triage.layers.scheduling.filters.volumes import Volumes, claim_names
 from triage.signals import Signal
 
