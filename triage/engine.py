@@ -18,8 +18,9 @@ from triage.cluster.events import parse_time
 from triage.cluster.objects import Obj, meta
 from triage.cluster.source import ClusterSource
 from triage.config import EngineConfig
-from triage.layers import bound, quota
+from triage.layers import bound
 from triage.layers.base import Context, LayerCheck, Outcome
+from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
 from triage.layers.scheduling.reasons import WAITING
 from triage.model import TriageReport

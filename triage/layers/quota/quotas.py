@@ -1,0 +1,133 @@
+"""Namespace policy enforced when a pod is created: ResourceQuotas (which reject the pod, so the
+evidence sits on its Job or ReplicaSet as FailedCreate) and PriorityClasses that do not exist."""
+
+from __future__ import annotations
+
+from triage.cluster.objects import Obj, name_of
+from triage.cluster.quantities import amount, fmt_amount, pod_requests, resources
+from triage.cluster.source import ForbiddenError
+from triage.layers.quota.base import QuotaInput
+from triage.model import Layer
+from triage.signals import Signal, Unknown
+
+
+def _limits(pod: Obj) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        for r, v in resources((c.get("resources") or {}).get("limits")).items():
+            total[r] = total.get(r, 0) + v
+    return total
+
+
+def _quota_need(key: str, pod: Obj) -> int | None:
+    """How much of a quota item one more such pod would consume (None: not tracked here)."""
+    if key in ("pods", "count/pods"):
+        return 1
+    if key.startswith("limits."):
+        return _limits(pod).get(key.removeprefix("limits."))
+    return pod_requests(pod).get(key.removeprefix("requests."))
+
+
+def check_resource_quotas(inp: QuotaInput) -> None:
+    try:
+        quotas = inp.read("ResourceQuota", inp.namespace)
+    except ForbiddenError as e:  # the layer becomes unknown, with what to grant
+        inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
+        return
+    subject = inp.template if inp.pod is None else inp.pod
+    for rq in quotas:
+        status = rq.get("status") or {}
+        hard, used = (
+            status.get("hard") or (rq.get("spec") or {}).get("hard") or {},
+            status.get("used") or {},
+        )
+        for key, hard_raw in hard.items():
+            res = key.removeprefix("requests.").removeprefix("limits.")
+            try:
+                h, u = amount(res, hard_raw), amount(res, used.get(key, 0))
+            except ValueError:
+                continue
+            need = _quota_need(key, subject) if subject is not None else None
+            shown = f"{fmt_amount(res, u)}/{fmt_amount(res, h)}"
+            line = f"ResourceQuota {name_of(rq)}: {key} used {shown}"
+            if inp.pod is None and need and u + need > h:
+                inp.signals.append(
+                    Signal(
+                        Layer.QUOTA,
+                        "quota.resourcequota-exceeded",
+                        f"namespace {inp.namespace} quota {name_of(rq)} is exhausted: {key} "
+                        f"{shown}, each new pod needs {fmt_amount(res, need)}",
+                        evidence=[line + f"; a new pod needs {fmt_amount(res, need)}"],
+                    )
+                )
+            elif u >= h and ("nvidia.com/" in key or key in ("pods", "count/pods")):
+                inp.signals.append(
+                    Signal(
+                        Layer.QUOTA,
+                        "quota.resourcequota-full",
+                        f"namespace {inp.namespace} is at its quota {name_of(rq)} ({key} {shown}): "
+                        "further pods will be rejected",
+                        blocking=False,
+                    )
+                )
+
+
+def check_failed_create(inp: QuotaInput) -> None:
+    """`FailedCreate` on the owner: the only trace of pods that admission rejected."""
+    seen = False
+    for ev in inp.workload_events:
+        if ev.reason != "FailedCreate" or seen:
+            continue
+        if "exceeded quota" in ev.message:
+            seen = True
+            inp.signals.append(
+                Signal(
+                    Layer.QUOTA,
+                    "quota.resourcequota-exceeded",
+                    f"pods of {ev.kind}/{ev.name} are rejected at creation: namespace quota exceeded",
+                    evidence=[str(ev)],
+                )
+            )
+        elif "PriorityClass" in ev.message or "priority class" in ev.message.lower():
+            seen = True
+            inp.signals.append(
+                Signal(
+                    Layer.QUOTA,
+                    "quota.priorityclass-missing",
+                    f"pods of {ev.kind}/{ev.name} are rejected: their PriorityClass does not exist",
+                    evidence=[str(ev)],
+                )
+            )
+        elif "RuntimeClass" in ev.message:
+            seen = True
+            inp.signals.append(
+                Signal(
+                    Layer.DRIVER,
+                    "driver.runtimeclass-missing",
+                    f"pods of {ev.kind}/{ev.name} are rejected: their RuntimeClass does not exist",
+                    evidence=[str(ev)],
+                )
+            )
+
+
+def check_priority(inp: QuotaInput) -> None:
+    pod = inp.pod or inp.template
+    if pod is None:
+        return
+    spec = pod.get("spec") or {}
+    pc_name = spec.get("priorityClassName")
+    if not pc_name:
+        return
+    try:
+        classes = inp.read("PriorityClass", None)
+    except ForbiddenError as e:
+        inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
+        return
+    if classes and not any(name_of(c) == pc_name for c in classes):
+        inp.signals.append(
+            Signal(
+                Layer.QUOTA,
+                "quota.priorityclass-missing",
+                f"PriorityClass {pc_name} does not exist: pods using it are rejected",
+            )
+        )
