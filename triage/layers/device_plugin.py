@@ -7,8 +7,9 @@ from __future__ import annotations
 from triage.cluster.objects import Obj, labels, name_of
 from triage.layers.driver import mig_verdict
 from triage.layers.stacks.components import OPERATOR
+from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, is_gpu_node
-from triage.layers.stacks.view import Expectation, NodePlan, StackView
+from triage.layers.stacks.view import StackView
 from triage.layers.verdicts import Verdict, ds_values, skipped_by, state_verdict, switch_values
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from triage.cluster.objects import Obj, labels, name_of
 from triage.layers.stacks.components import GKE, OPERATOR, ROLE_TITLES
+from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
-from triage.layers.stacks.view import Expectation, NodePlan, StackView
+from triage.layers.stacks.view import StackView
 from triage.layers.verdicts import (
     Verdict,
     ds_values,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.layers.stacks.components import GKE, OPERATOR, Component
+from triage.layers.stacks.plan import Expectation
 from triage.layers.stacks.state import ComponentState
-from triage.layers.stacks.view import Expectation
 
 
 @dataclass(slots=True)

@@ -23,8 +23,9 @@ from triage.config import EngineConfig
 from triage.layers.device_plugin import sharing_note
 from triage.layers.node import NodeHealth, assess_node
 from triage.layers.stacks.components import OPERATOR, ROLE_TITLES
+from triage.layers.stacks.plan import NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, node_ready
-from triage.layers.stacks.view import NodePlan, StackView, load_view
+from triage.layers.stacks.view import StackView, load_view
 from triage.model import Frozen, Layer, OwnerRoute
 from triage.playbooks import Playbook
 

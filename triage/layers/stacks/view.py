@@ -11,7 +11,6 @@ judge each role by that plan: a node whose stack has no driver pod is never aske
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of, ns_of, owner
@@ -23,100 +22,19 @@ from triage.layers.stacks.components import (
     pinned_node,
     pod_component,
 )
+from triage.layers.stacks.operator import (
+    OperatorLocation,
+    active_policy,
+    component_namespaces,
+    locate_operator,
+)
+from triage.layers.stacks.plan import HOST_DRIVER, Expectation, NodePlan, host_plugin, platform_of
 
 # Reads every object of a kind (in a namespace, or cluster-wide for None); None when the
 # credentials may not list it.
 Reader = Callable[[str, "str | None"], "list[Obj] | None"]
 
 
-@dataclass(frozen=True, slots=True)
-class OperatorLocation:
-    """Where the GPU Operator runs, and what told us."""
-
-    namespace: str
-    how: str
-
-
-@dataclass(slots=True)
-class Expectation:
-    """What one role looks like on one node."""
-
-    role: str
-    serving: list[Component] = field(default_factory=list)  # DaemonSets that target the node
-    skipping: list[tuple[Component, str]] = field(default_factory=list)  # ... that skip it, why
-    disabled: str | None = None  # the label or policy that switches the role off here
-    paused: str | None = None  # the label that pauses it (driver upgrade, MIG change)
-    host: str | None = None  # provided outside Kubernetes (node image, host service)
-    expected: bool = False  # a pod of this role should run on the node
-
-
-@dataclass(slots=True)
-class NodePlan:
-    """The GPU stack one node runs: which stacks serve it and what each role expects."""
-
-    stacks: tuple[str, ...]
-    platform: str | None
-    roles: dict[str, Expectation]
-    inferred: bool = False  # no DaemonSet templates to go by: judged from labels and pods
-
-    def role(self, name: str) -> Expectation:
-        return self.roles.get(name) or Expectation(name)
-
-    @property
-    def dra_only(self) -> bool:
-        """GPUs reach pods only through DRA here: a DRA kubelet plugin and no device plugin."""
-        plugin = self.role("device-plugin")
-        return self.role("dra-plugin").expected and not plugin.expected and not plugin.host
-
-    def describe(self) -> str:
-        parts = [STACK_TITLES[s] for s in self.stacks]
-        driver = self.role("driver")
-        if driver.host:
-            parts.append(f"driver {driver.host}")
-        elif driver.disabled:
-            parts.append(f"driver switched off ({driver.disabled})")
-        plugin = self.role("device-plugin")
-        if plugin.host:
-            parts.append(f"device plugin {plugin.host}")
-        text = ", ".join(parts) or "no GPU components found"
-        return text + (f" ({self.platform})" if self.platform else "")
-
-
-def platform_of(node: Obj) -> str | None:
-    lab = labels(node)
-    provider = str((node.get("spec") or {}).get("providerID") or "")
-    if "cloud.google.com/gke-nodepool" in lab or "cloud.google.com/gke-accelerator" in lab:
-        return "GKE"
-    if lab.get("eks.amazonaws.com/compute-type") == "auto":
-        return "EKS Auto Mode"
-    if any(k.startswith(("eks.amazonaws.com/", "karpenter.k8s.aws/")) for k in lab):
-        return "EKS"
-    if any(k.startswith("kubernetes.azure.com/") for k in lab) or provider.startswith("azure://"):
-        return "AKS"
-    if "node.openshift.io/os_id" in lab:
-        return "OpenShift"
-    if provider.startswith("aws://"):
-        return "AWS"
-    return None
-
-
-def _host_plugin(node: Obj, platform: str | None) -> str | None:
-    """Where the device plugin runs on the host itself, with no pod."""
-    if platform == "EKS Auto Mode":
-        return "runs on the host (EKS Auto Mode)"
-    os_image = str(((node.get("status") or {}).get("nodeInfo") or {}).get("osImage") or "")
-    if "bottlerocket" in os_image.lower():
-        return "runs on the host (Bottlerocket's nvidia-k8s-device-plugin service)"
-    return None
-
-
-# How the driver reaches a node whose stack runs no driver pod, by platform.
-_HOST_DRIVER = {
-    "EKS": "pre-installed (EKS accelerated AMI)",
-    "EKS Auto Mode": "pre-installed (managed by EKS Auto Mode)",
-    "AWS": "pre-installed (node image)",
-    "AKS": "pre-installed (installed by AKS with the node image)",
-}
 # The GPU Operator's operands for container workloads (the mig-manager only on MIG nodes).
 _OPERANDS = ("driver", "toolkit", "device-plugin", "validator", "gfd", "dcgm-exporter")
 # ClusterPolicy spec keys of the roles it can switch off cluster-wide.
@@ -150,7 +68,7 @@ class StackView:
         self.operator = operator
         self.namespace = operator.namespace if operator else None
         self.inferred = not daemonsets_known or any(c.parsed is None for c in self.components)
-        policy = _active_policy(policies)
+        policy = active_policy(policies)
         spec = (policy or {}).get("spec") or {}
         self.policy_name = name_of(policy) if policy else None
         self.policy_state = ((policy or {}).get("status") or {}).get("state")
@@ -243,8 +161,8 @@ class StackView:
                 default = "pre-installed (no driver DaemonSet serves this node)"
                 if not self.installed:
                     default = "pre-installed (no GPU Operator found)"
-                driver.host = _HOST_DRIVER.get(platform or "", default)
-        host = _host_plugin(node, platform)
+                driver.host = HOST_DRIVER.get(platform or "", default)
+        host = host_plugin(node, platform)
         if host:
             roles.setdefault("device-plugin", Expectation("device-plugin")).host = host
         for exp in roles.values():
@@ -301,13 +219,6 @@ class StackView:
         return out
 
 
-def _active_policy(policies: list[Obj]) -> Obj | None:
-    """The ClusterPolicy the operator acts on (it marks duplicates `ignored`)."""
-    live = [p for p in policies if ((p.get("status") or {}).get("state")) != "ignored"]
-    chosen = live or policies
-    return chosen[0] if chosen else None
-
-
 def _pod_role(pod: Obj, by_ds: dict[tuple[str, str], Component]) -> tuple[str, str] | None:
     ref = owner(pod)
     if ref is not None and ref[0] == "DaemonSet":
@@ -315,51 +226,6 @@ def _pod_role(pod: Obj, by_ds: dict[tuple[str, str], Component]) -> tuple[str, s
         if comp is not None:
             return comp.stack, comp.role
     return pod_component(pod)
-
-
-def locate_operator(
-    *,
-    override: str | None,
-    policies: list[Obj],
-    components: list[Component],
-    pods: Iterable[Obj] = (),
-) -> OperatorLocation | None:
-    """Where the GPU Operator runs: the configured namespace, else the ClusterPolicy's
-    `status.namespace`, else the namespace of the DaemonSets it owns, else of its operands."""
-    if override:
-        return OperatorLocation(override, "the operator_namespace override (--operator-namespace)")
-    policy = _active_policy(policies)
-    status_ns = ((policy or {}).get("status") or {}).get("namespace")
-    if policy is not None and status_ns:
-        return OperatorLocation(str(status_ns), f"ClusterPolicy {name_of(policy)} status.namespace")
-    owned = [c for c in components if c.stack == OPERATOR and c.how.startswith("owned by")]
-    if owned:
-        return OperatorLocation(owned[0].namespace, f"DaemonSets {owned[0].how}")
-    operands = [c for c in components if c.stack == OPERATOR]
-    if operands:
-        return OperatorLocation(
-            operands[0].namespace, f"operand DaemonSet {operands[0].name} (app={operands[0].name})"
-        )
-    for pod in pods:
-        found = pod_component(pod)
-        if found is not None and found[0] == OPERATOR:
-            app = labels(pod).get("app") or name_of(pod)
-            return OperatorLocation(ns_of(pod), f"operand pods (app={app})")
-    if policy is not None:
-        return OperatorLocation(
-            "gpu-operator", f"ClusterPolicy {name_of(policy)} (no namespace in its status)"
-        )
-    return None
-
-
-def component_namespaces(
-    components: list[Component], operator: OperatorLocation | None
-) -> list[str]:
-    """The namespaces whose pods the view needs."""
-    out = {c.namespace for c in components}
-    if operator is not None:
-        out.add(operator.namespace)
-    return sorted(out)
 
 
 def load_view(
