@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from triage.layers.scheduling.reasons import _EXCLUSION_CODE, _no_candidate_summary
+from triage.layers.scheduling.no_candidate import EXCLUSION_CODE, no_candidate_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BIN = Path(sys.executable).with_name("gpu-triage")
@@ -51,7 +51,7 @@ def test_a_cpu_pod_with_a_label_typo_is_told_so_plainly() -> None:
     assert "Owner: nlp-platform" in out
 
 
-CODES = sorted({*_EXCLUSION_CODE.values(), "scheduling.untolerated-taint", "unknown-code"})
+CODES = sorted({*EXCLUSION_CODE.values(), "scheduling.untolerated-taint", "unknown-code"})
 GPU_INPUTS = [{}, {"nvidia.com/gpu": 1}, {"nvidia.com/gpu": 6, "nvidia.com/mig-1g.10gb": 2}]
 MISSING = [[], ["node-pool=cpu-hihgmem"], ["a=b", "c=with spaces"]]
 
@@ -62,7 +62,7 @@ MISSING = [[], ["node-pool=cpu-hihgmem"], ["a=b", "c=with spaces"]]
 def test_no_candidate_headlines_never_show_placeholders(
     code: str, gpu: dict[str, int], missing: list[str]
 ) -> None:
-    text = _no_candidate_summary(code, gpu, missing=missing)
+    text = no_candidate_summary(code, gpu, missing=missing)
     assert text and text[0].islower()
     assert not re.search(r"\{|\}|<[a-z_]+>|requests the pod|\(\)|  |None", text), text
     if not gpu:

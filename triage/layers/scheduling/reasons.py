@@ -9,14 +9,15 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
 
 from triage.cluster.events import Event
-from triage.cluster.objects import Obj, labels
+from triage.cluster.objects import Obj
 from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscaler_signals
 from triage.layers.scheduling.blocks import NodeFit
+from triage.layers.scheduling.no_candidate import no_candidate_signal
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
@@ -86,20 +87,6 @@ _FIRST = (
     "device-plugin.mig-reconfiguring",
     "driver.mig-config-failed",
     "driver.node-not-ready",
-)
-
-_EXCLUSION_CODE = {
-    "no DRA devices": "scheduling.dra-no-matching-device",
-    "selector mismatch": "scheduling.selector-mismatch",
-    "too small": "scheduling.request-too-large",
-    "no such MIG profile": "scheduling.no-mig-profile",
-    "GPUs only through DRA": "scheduling.gpus-only-through-dra",
-    "no GPU": "scheduling.no-gpu-nodes",
-}
-# Exclusions of nodes that pass the pod's own selector, affinity and tolerations: what they
-# lack is size or kind of device, and they, not the constraint-excluded nodes, are the cause.
-FIT_CATEGORIES = frozenset(
-    {"too small", "no such MIG profile", "GPUs only through DRA", "no DRA devices"}
 )
 
 
@@ -172,15 +159,30 @@ def _signals(
     gpu: dict[str, int],
     events: list[Event],
 ) -> list[Signal]:
-    signals: list[Signal] = []
-    usable, joining = nodes.usable, nodes.joining
-    blocked_now = not usable and not joining
-
+    """The scheduling signals from the evaluation, lowest layer first: candidates blocked at
+    some layer, nodes joining, validator contradictions, side findings on nodes the pod could
+    never use; then why no node is a candidate, or why the scheduler still refuses usable ones."""
+    blocked_now = not nodes.usable and not nodes.joining
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
+    signals = _blocked_signals(nodes, blocked_now=blocked_now)
+    signals += _joining_signals(nodes)
+    signals += _side_signals(nodes, placement)
+    if not nodes.candidates:
+        return [*signals, no_candidate_signal(pod, placement, nodes, gpu, sched_line)]
+    signals += _usable_signals(pod, nodes.usable, sched, sched_line)
+    if sched_line and blocked_now:
+        lowest = min((s for s in signals if s.blocking), key=lambda s: s.layer.rank, default=None)
+        if lowest is not None:
+            lowest.evidence.insert(0, sched_line)
+    return signals
 
-    # 1. Candidates blocked at some layer: one signal per (layer, code), with per-node evidence.
-    # With a node free now, other candidates being full or cordoned explains nothing.
+
+def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
+    """Candidates blocked at some layer: one signal per (layer, code), with per-node evidence.
+    With a node free now, other candidates being full or cordoned explains nothing."""
+    usable = nodes.usable
+    signals: list[Signal] = []
     by_code: dict[str, list[NodeFit]] = defaultdict(list)
     for f in nodes.blocked:
         if blocked_now or f.layer != Layer.SCHEDULING:
@@ -224,6 +226,13 @@ def _signals(
             )
         )
 
+    return signals
+
+
+def _joining_signals(nodes: Evaluation) -> list[Signal]:
+    """Nodes whose GPUs are expected within minutes, and nodes whose validator disagrees."""
+    usable, joining = nodes.usable, nodes.joining
+    signals: list[Signal] = []
     if joining and not usable:
         signals.append(
             Signal(
@@ -251,8 +260,13 @@ def _signals(
             )
         )
 
-    # 2. Nodes the pod could never use: their lower-layer problems are side findings (of no
-    # interest to a pod that needs no GPU at all).
+    return signals
+
+
+def _side_signals(nodes: Evaluation, placement: Placement) -> list[Signal]:
+    """Nodes the pod could never use: their lower-layer problems are side findings (of no
+    interest to a pod that needs no GPU at all)."""
+    signals: list[Signal] = []
     for category, h in nodes.side if placement.gpu else ():
         verdict = h.driver if not h.driver.ok else h.plugin
         layer = Layer.DRIVER if not h.driver.ok else Layer.DEVICE_PLUGIN
@@ -266,53 +280,14 @@ def _signals(
                 nodes=[h.name],
             )
         )
-    counts: Counter[str] = Counter()
-    gpu_counts: Counter[str] = Counter()
-    for (category, is_gpu), pool in nodes.excluded.items():
-        counts[category] += len(pool)
-        if is_gpu:
-            gpu_counts[category] += len(pool)
+    return signals
 
-    # 3. No candidate at all. Nodes that pass the pod's own constraints (selector, affinity,
-    # tolerations) but cannot fit it decide; the nodes those constraints exclude are context.
-    # Only when no node passes them is a constraint itself the cause.
-    if not nodes.candidates:
-        fitting = Counter({c: n for c, n in counts.items() if c in FIT_CATEGORIES})
-        if fitting:
-            top = fitting.most_common(1)[0][0]
-        elif not nodes.total or (gpu and not gpu_counts):
-            top = ""
-        else:
-            top = (gpu_counts or counts).most_common(1)[0][0]
-        code = _exclusion_code(top)
-        parts = [f"{n} {cat}" for cat, n in counts.most_common()]
-        evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)]
-        pools = sorted(
-            nodes.excluded.items(),
-            key=lambda kv: (kv[0][0] not in fitting, kv[0][0] != top, kv[0][1] != bool(gpu)),
-        )
-        for (category, is_gpu), pool in pools:
-            if not fitting and placement.gpu and gpu_counts and not is_gpu:
-                continue  # GPU nodes make the examples when there are any
-            # Constraint-excluded nodes are context when others pass: one example each.
-            examples = pool[:1] if fitting and category not in fitting else pool[:3]
-            evidence.extend(placement.exclusion_text(category, n, h) for n, h in examples)
-            if len(pool) > len(examples):
-                evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
-        if sched_line:
-            evidence.insert(0, sched_line)
-        all_nodes = [node for pool in nodes.excluded.values() for node, _ in pool]
-        summary = _no_candidate_summary(code, gpu, missing=_unmatched_labels(pod, all_nodes))
-        if fitting:  # name the nearest miss: the node that passes the constraints
-            (near, health), category = next(
-                (pool[0], cat) for (cat, _), pool in pools if cat == top and pool
-            )
-            miss = placement.exclusion_text(category, near, health).removeprefix("node ")
-            summary += f"; {miss}"
-        signals.append(Signal(Layer.SCHEDULING, code, summary, evidence=evidence))
-        return signals
 
-    # 4. Usable nodes exist: say so, and trust the scheduler when it still says no.
+def _usable_signals(
+    pod: Obj, usable: list[str], sched: tuple[str, str] | None, sched_line: str | None
+) -> list[Signal]:
+    """Usable nodes exist: say so, and trust the scheduler when it still says no."""
+    signals: list[Signal] = []
     gates = [g.get("name") for g in (pod.get("spec") or {}).get("schedulingGates") or []]
     other_gates = [g for g in gates if g != "kueue.x-k8s.io/admission"]
     if usable and other_gates:
@@ -339,10 +314,6 @@ def _signals(
                 evidence=[sched_line or ""],
             )
         )
-    if sched_line and blocked_now:
-        lowest = min((s for s in signals if s.blocking), key=lambda s: s.layer.rank, default=None)
-        if lowest is not None:
-            lowest.evidence.insert(0, sched_line)
     return signals
 
 
@@ -353,40 +324,3 @@ def placement_summary(nodes: Evaluation) -> str | None:
         return None
     names = ", ".join(usable[:3]) + (" …" if len(usable) > 3 else "")
     return f"{len(usable)} of {nodes.candidates} node(s) matching the pod can take it now ({names})"
-
-
-def _exclusion_code(category: str) -> str:
-    if not category:
-        return "scheduling.no-gpu-nodes"
-    if category.startswith("untolerated"):
-        return "scheduling.untolerated-taint"
-    return _EXCLUSION_CODE.get(category, "scheduling.selector-mismatch")
-
-
-def _unmatched_labels(pod: Obj, nodes: list[Obj]) -> list[str]:
-    """The pod's nodeSelector pairs that no node in the cluster carries."""
-    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    return [
-        f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in nodes)
-    ]
-
-
-def _no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) -> str:
-    """The scheduling headline when no node can ever take the pod. Every input may be empty:
-    a pod asking no GPU, a selector on affinity alone, a cluster with no node."""
-    want = ", ".join(f"{v} {k}" for k, v in gpu.items())
-    asks = f"pod requests {want}" if want else "the pod requests no GPU"
-    labels_text = ", ".join(missing)
-    kind = "GPU node" if want else "node"
-    if code == "scheduling.selector-mismatch":
-        if labels_text:
-            return f"no {kind} has the label(s) the pod's nodeSelector asks for: {labels_text} ({asks})"
-        return f"no {kind} matches the pod's nodeSelector/affinity ({asks})"
-    return {
-        "scheduling.untolerated-taint": f"every {kind} the pod could use carries a taint the pod does not tolerate ({asks})",
-        "scheduling.request-too-large": f"the pod asks more than any node it may use can ever offer ({asks})",
-        "scheduling.no-mig-profile": f"no node the pod may use can offer the MIG profile it asks for ({asks})",
-        "scheduling.gpus-only-through-dra": f"the nodes the pod may use offer their GPUs only through DRA ResourceClaims ({asks})",
-        "scheduling.dra-no-matching-device": "no node the pod may use publishes devices for its ResourceClaims",
-        "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod ({asks})",
-    }.get(code, f"no node satisfies the pod's placement constraints ({asks})")

@@ -1,0 +1,112 @@
+"""When no node is a candidate for the pod: which exclusion is the cause (nodes that pass the
+pod's own constraints but cannot fit it decide; a constraint is the cause only when no node
+passes it), the nearest miss, and the headline that names it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from triage.cluster.objects import Obj, labels
+from triage.layers.scheduling.placement import Evaluation, Placement
+from triage.model import Layer
+from triage.signals import Signal
+
+EXCLUSION_CODE = {
+    "no DRA devices": "scheduling.dra-no-matching-device",
+    "selector mismatch": "scheduling.selector-mismatch",
+    "too small": "scheduling.request-too-large",
+    "no such MIG profile": "scheduling.no-mig-profile",
+    "GPUs only through DRA": "scheduling.gpus-only-through-dra",
+    "no GPU": "scheduling.no-gpu-nodes",
+}
+
+
+# Exclusions of nodes that pass the pod's own selector, affinity and tolerations: what they
+# lack is size or kind of device, and they, not the constraint-excluded nodes, are the cause.
+FIT_CATEGORIES = frozenset(
+    {"too small", "no such MIG profile", "GPUs only through DRA", "no DRA devices"}
+)
+
+
+def no_candidate_signal(
+    pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int], sched_line: str | None
+) -> Signal:
+    """No candidate at all. Nodes that pass the pod's own constraints (selector, affinity,
+    tolerations) but cannot fit it decide; the nodes those constraints exclude are context.
+    Only when no node passes them is a constraint itself the cause."""
+    counts: Counter[str] = Counter()
+    gpu_counts: Counter[str] = Counter()
+    for (category, is_gpu), pool in nodes.excluded.items():
+        counts[category] += len(pool)
+        if is_gpu:
+            gpu_counts[category] += len(pool)
+    fitting = Counter({c: n for c, n in counts.items() if c in FIT_CATEGORIES})
+    if fitting:
+        top = fitting.most_common(1)[0][0]
+    elif not nodes.total or (gpu and not gpu_counts):
+        top = ""
+    else:
+        top = (gpu_counts or counts).most_common(1)[0][0]
+    code = _exclusion_code(top)
+    parts = [f"{n} {cat}" for cat, n in counts.most_common()]
+    evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)]
+    pools = sorted(
+        nodes.excluded.items(),
+        key=lambda kv: (kv[0][0] not in fitting, kv[0][0] != top, kv[0][1] != bool(gpu)),
+    )
+    for (category, is_gpu), pool in pools:
+        if not fitting and placement.gpu and gpu_counts and not is_gpu:
+            continue  # GPU nodes make the examples when there are any
+        # Constraint-excluded nodes are context when others pass: one example each.
+        examples = pool[:1] if fitting and category not in fitting else pool[:3]
+        evidence.extend(placement.exclusion_text(category, n, h) for n, h in examples)
+        if len(pool) > len(examples):
+            evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
+    if sched_line:
+        evidence.insert(0, sched_line)
+    all_nodes = [node for pool in nodes.excluded.values() for node, _ in pool]
+    summary = no_candidate_summary(code, gpu, missing=_unmatched_labels(pod, all_nodes))
+    if fitting:  # name the nearest miss: the node that passes the constraints
+        (near, health), category = next(
+            (pool[0], cat) for (cat, _), pool in pools if cat == top and pool
+        )
+        miss = placement.exclusion_text(category, near, health).removeprefix("node ")
+        summary += f"; {miss}"
+    return Signal(Layer.SCHEDULING, code, summary, evidence=evidence)
+
+
+def _exclusion_code(category: str) -> str:
+    if not category:
+        return "scheduling.no-gpu-nodes"
+    if category.startswith("untolerated"):
+        return "scheduling.untolerated-taint"
+    return EXCLUSION_CODE.get(category, "scheduling.selector-mismatch")
+
+
+def _unmatched_labels(pod: Obj, nodes: list[Obj]) -> list[str]:
+    """The pod's nodeSelector pairs that no node in the cluster carries."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return [
+        f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in nodes)
+    ]
+
+
+def no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) -> str:
+    """The scheduling headline when no node can ever take the pod. Every input may be empty:
+    a pod asking no GPU, a selector on affinity alone, a cluster with no node."""
+    want = ", ".join(f"{v} {k}" for k, v in gpu.items())
+    asks = f"pod requests {want}" if want else "the pod requests no GPU"
+    labels_text = ", ".join(missing)
+    kind = "GPU node" if want else "node"
+    if code == "scheduling.selector-mismatch":
+        if labels_text:
+            return f"no {kind} has the label(s) the pod's nodeSelector asks for: {labels_text} ({asks})"
+        return f"no {kind} matches the pod's nodeSelector/affinity ({asks})"
+    return {
+        "scheduling.untolerated-taint": f"every {kind} the pod could use carries a taint the pod does not tolerate ({asks})",
+        "scheduling.request-too-large": f"the pod asks more than any node it may use can ever offer ({asks})",
+        "scheduling.no-mig-profile": f"no node the pod may use can offer the MIG profile it asks for ({asks})",
+        "scheduling.gpus-only-through-dra": f"the nodes the pod may use offer their GPUs only through DRA ResourceClaims ({asks})",
+        "scheduling.dra-no-matching-device": "no node the pod may use publishes devices for its ResourceClaims",
+        "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod ({asks})",
+    }.get(code, f"no node satisfies the pod's placement constraints ({asks})")
