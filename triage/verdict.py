@@ -4,6 +4,7 @@ blocking layer), the owner route and the playbook's steps."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from triage.cluster.objects import name_of
@@ -55,39 +56,29 @@ def assemble(
 ) -> TriageReport:
     subject = target.subject
     gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
-    findings = []
-    for layer in LAYER_ORDER:
-        skipped = None
-        if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
-            skipped = "the pod requests no NVIDIA resources"
-        findings.append(
-            build_finding(
-                layer,
-                signals,
-                unknowns,
-                ok_summary=ok_summaries.get(layer, OK_SUMMARY[layer]),
-                skipped=skipped,
-                limit=config.max_evidence,
-            )
+    findings = [
+        build_finding(
+            layer,
+            signals,
+            unknowns,
+            ok_summary=ok_summaries.get(layer, OK_SUMMARY[layer]),
+            skipped=(
+                "the pod requests no NVIDIA resources"
+                if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
+                else None
+            ),
+            limit=config.max_evidence,
         )
+        for layer in LAYER_ORDER
+    ]
     blocking = [s for s in signals if s.blocking]
     failing = min((s.layer for s in blocking), key=lambda la: la.rank, default=None)
-    pod = target.pod
-    ref = PodRef(
-        namespace=target.namespace,
-        name=target.name,
-        kind=target.kind,
-        pod=name_of(pod) if pod is not None else None,
-        node=(pod.get("spec") or {}).get("nodeName") if pod is not None else None,
-        phase=(pod.get("status") or {}).get("phase") if pod is not None else None,
-    )
-    owner = None
-    steps: list[str] = []
-    operator_steps: list[str] = []
-    checks: list[str] = []
+    ref = _pod_ref(target)
+    owner, remedy = None, _Remedy()
     if failing is not None:
         finding = next(f for f in findings if f.layer == failing)
-        nodes = [n for s in blocking if s.layer == failing for n in s.nodes]
+        mine = [s for s in blocking if s.layer == failing]
+        nodes = [n for s in mine for n in s.nodes]
         try:
             ns_obj = source.get("Namespace", target.namespace)
         except ForbiddenError:
@@ -102,19 +93,13 @@ def assemble(
             "namespace": target.namespace,
             "pod": ref.pod or target.name,
             "resource": next(iter(gpu_requests(subject or {})), "nvidia.com/gpu"),
+            **({"node": nodes[0]} if nodes else {}),
+            **({"operator_namespace": operator_namespace} if operator_namespace else {}),
+            **_fault_values(mine),
+            **(stack_values or {}),
         }
-        if nodes:
-            values["node"] = nodes[0]
-        if operator_namespace:
-            values["operator_namespace"] = operator_namespace
-        mine = [s for s in blocking if s.layer == failing]
-        at_fault = next((s.pod for s in mine if s.pod), "")
-        if at_fault:
-            values["component_namespace"], _, values["component_pod"] = at_fault.partition("/")
-        values.update(next((s.values for s in mine if s.values), {}))
-        values.update(stack_values or {})
         steps, operator_steps = playbook.steps(failing, finding.codes, **values)
-        checks = playbook.verification(failing, **values)
+        remedy = _Remedy(steps, operator_steps, playbook.verification(failing, **values))
         headline = f"{failing.value}: {finding.summary}"
     elif headline is None:
         headline = f"{target.kind} {target.name}: nothing blocks it at any layer"
@@ -126,10 +111,40 @@ def assemble(
         headline=headline,
         findings=findings,
         owner=owner,
-        remediation=steps,
-        operator_steps=operator_steps,
-        verification=checks,
+        remediation=remedy.steps,
+        operator_steps=remedy.operator_steps,
+        verification=remedy.checks,
         generated_at=now or datetime.now(UTC),
         notes=notes,
         gpu_stack=gpu_stack or [],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Remedy:
+    steps: list[str] = field(default_factory=list)
+    operator_steps: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+
+
+def _pod_ref(target: Target) -> PodRef:
+    pod = target.pod
+    return PodRef(
+        namespace=target.namespace,
+        name=target.name,
+        kind=target.kind,
+        pod=name_of(pod) if pod is not None else None,
+        node=(pod.get("spec") or {}).get("nodeName") if pod is not None else None,
+        phase=(pod.get("status") or {}).get("phase") if pod is not None else None,
+    )
+
+
+def _fault_values(signals: list[Signal]) -> dict[str, str]:
+    """Playbook placeholders from the failing layer's signals: the component pod at fault and
+    whatever the first signal that carries values fills."""
+    out: dict[str, str] = {}
+    at_fault = next((s.pod for s in signals if s.pod), "")
+    if at_fault:
+        out["component_namespace"], _, out["component_pod"] = at_fault.partition("/")
+    out.update(next((s.values for s in signals if s.values), {}))
+    return out
