@@ -14,7 +14,7 @@ from collections import Counter
 
 from pydantic import Field
 
-from triage.cluster.objects import labels, name_of
+from triage.cluster.objects import Obj, labels, name_of
 from triage.cluster.selectors import taint_str
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
@@ -82,45 +82,17 @@ def preflight(
     playbook = playbook or load_playbook()
     nodes = source.objects("Node")
     cluster = Cluster(source, config=config, playbook=playbook)
-    gpu: list[GpuNode] = []
-    for node in sorted((n for n in nodes if is_gpu_node(n)), key=name_of):
-        lab = labels(node)
-        info = (node.get("status") or {}).get("nodeInfo") or {}
-        gpu.append(
-            GpuNode(
-                name=name_of(node),
-                product=lab.get("nvidia.com/gpu.product"),
-                count=lab.get("nvidia.com/gpu.count"),
-                runtime=info.get("containerRuntimeVersion"),
-                driver_strategy=driver_strategy(node, cluster.view),
-                taints=[taint_str(t) for t in (node.get("spec") or {}).get("taints") or []],
-                separated_by=separation(node, pool_labels=playbook.node_pools.labels),
-            )
-        )
+    gpu = [
+        _gpu_node(node, cluster, playbook)
+        for node in sorted((n for n in nodes if is_gpu_node(n)), key=name_of)
+    ]
     runtimes = Counter(g.runtime or "unknown" for g in gpu)
     op = _operator_state(source, cluster)
     problems: list[str] = []
     warnings = [f"not readable: {u}" for u in cluster.unreadable]
     if not gpu:
         problems.append("no GPU nodes found (no nvidia.com/gpu.present or PCI vendor 10de label)")
-    loose = [g.name for g in gpu if not g.separated_by]
-    if loose:
-        warnings.append(
-            f"{len(loose)} GPU node(s) have no taint or node-pool label keeping CPU work off: "
-            + ", ".join(loose[:10])
-            + (" …" if len(loose) > 10 else "")
-        )
-    if len(runtimes) > 1:
-        warnings.append(
-            "GPU nodes run different container runtime versions: "
-            + ", ".join(f"{v} ({n})" for v, n in sorted(runtimes.items()))
-        )
-    strategies = Counter(g.driver_strategy.split(" ")[0] for g in gpu)
-    if len(strategies) > 1:
-        warnings.append(
-            "mixed driver strategy: "
-            + ", ".join(f"{s} on {n} node(s)" for s, n in sorted(strategies.items()))
-        )
+    warnings += _node_warnings(gpu, runtimes)
     if op.installed and op.runtime_class_exists is False:
         problems.append(
             f"RuntimeClass {op.runtime_class} does not exist although the operator is installed"
@@ -145,6 +117,44 @@ def preflight(
         problems=problems,
         warnings=warnings,
     )
+
+
+def _gpu_node(node: Obj, cluster: Cluster, playbook: Playbook) -> GpuNode:
+    lab = labels(node)
+    info = (node.get("status") or {}).get("nodeInfo") or {}
+    return GpuNode(
+        name=name_of(node),
+        product=lab.get("nvidia.com/gpu.product"),
+        count=lab.get("nvidia.com/gpu.count"),
+        runtime=info.get("containerRuntimeVersion"),
+        driver_strategy=driver_strategy(node, cluster.view),
+        taints=[taint_str(t) for t in (node.get("spec") or {}).get("taints") or []],
+        separated_by=separation(node, pool_labels=playbook.node_pools.labels),
+    )
+
+
+def _node_warnings(gpu: list[GpuNode], runtimes: Counter[str]) -> list[str]:
+    """GPU nodes open to CPU work, and GPU nodes that differ in runtime or driver strategy."""
+    warnings: list[str] = []
+    loose = [g.name for g in gpu if not g.separated_by]
+    if loose:
+        warnings.append(
+            f"{len(loose)} GPU node(s) have no taint or node-pool label keeping CPU work off: "
+            + ", ".join(loose[:10])
+            + (" …" if len(loose) > 10 else "")
+        )
+    if len(runtimes) > 1:
+        warnings.append(
+            "GPU nodes run different container runtime versions: "
+            + ", ".join(f"{v} ({n})" for v, n in sorted(runtimes.items()))
+        )
+    strategies = Counter(g.driver_strategy.split(" ")[0] for g in gpu)
+    if len(strategies) > 1:
+        warnings.append(
+            "mixed driver strategy: "
+            + ", ".join(f"{s} on {n} node(s)" for s, n in sorted(strategies.items()))
+        )
+    return warnings
 
 
 # Where the GPU Operator is usually installed: Helm's docs, OpenShift's OLM, v1.x operands.
