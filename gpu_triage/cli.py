@@ -16,6 +16,7 @@ from gpu_triage.errors import USER_ERRORS
 
 COMMAND_MODULES = (
     "gpu_triage.cmd_triage",
+    "gpu_triage.cmd_pending",
     "gpu_triage.cmd_incidents",
     "gpu_triage.cmd_bot",
     "gpu_triage.cmd_verify",

@@ -9,10 +9,7 @@ from typing import Any
 
 from gpu_triage.sources import add_cluster_args, add_engine_args, open_source
 from triage import EngineConfig, load_playbook, load_snapshot, triage
-from triage.cluster.objects import name_of, ns_of, owner, pod_problem
-from triage.cluster.quantities import pod_requests
-from triage.cluster.source import ClusterSource
-from triage.layers.scheduling.exclusions import wants_gpu
+from triage.fleet import stuck_workloads
 from triage.render import to_json, to_text
 
 
@@ -59,56 +56,13 @@ def demo_snapshot() -> Path:
     return Path(str(resources.files("gpu_triage").joinpath("demo/cluster.yaml")))
 
 
-def stuck_gpu_workloads(source: ClusterSource) -> list[tuple[str, str]]:
-    """(namespace, name) of every GPU pod that is not running, and of GPU workloads with no pods.
-
-    A pod owned by a ReplicaSet or Job is reported under its workload's name once.
-    """
-    found: list[tuple[str, str]] = []
-    owners_with_pods: set[tuple[str, str]] = set()
-    for pod in source.objects("Pod"):
-        ref = owner(pod)
-        if ref:
-            owners_with_pods.add((ns_of(pod), ref[1]))
-        if not wants_gpu(pod, pod_requests(pod)) or pod_problem(pod) is None:
-            continue
-        name = name_of(pod)
-        if ref and ref[0] == "ReplicaSet":
-            rs = source.get("ReplicaSet", ref[1], namespace=ns_of(pod))
-            parent = owner(rs) if rs else None
-            name = parent[1] if parent else ref[1]
-        elif ref and ref[0] in ("Job", "StatefulSet"):
-            name = ref[1]
-        if (ns_of(pod), name) not in found:
-            found.append((ns_of(pod), name))
-    for kind in ("Job", "ReplicaSet"):
-        for w in source.objects(kind):
-            tpl = {"spec": ((w.get("spec") or {}).get("template") or {}).get("spec") or {}}
-            if not wants_gpu(tpl, pod_requests(tpl)) or (ns_of(w), name_of(w)) in owners_with_pods:
-                continue
-            status = w.get("status") or {}
-            done = any(
-                c.get("type") == "Complete" and c.get("status") == "True"
-                for c in status.get("conditions") or []
-            )
-            if done or (kind == "ReplicaSet" and not (w.get("spec") or {}).get("replicas")):
-                continue
-            name = name_of(w)
-            parent = owner(w)
-            if kind == "ReplicaSet" and parent:
-                name = parent[1]
-            if (ns_of(w), name) not in found:
-                found.append((ns_of(w), name))
-    return sorted(found)
-
-
 def demo(args: argparse.Namespace) -> int:
     path = args.snapshot or demo_snapshot()
     source = load_snapshot(path, cluster_name="demo" if not args.snapshot else None)
     playbook = load_playbook(args.playbook)
     reports = [
         triage(source, namespace=ns, name=name, config=_config(args), playbook=playbook)
-        for ns, name in stuck_gpu_workloads(source)
+        for ns, name in ((s.namespace, s.name) for s in stuck_workloads(source))
     ]
     if args.format == "json":
         print("[" + ",\n".join(to_json(r) for r in reports) + "]")

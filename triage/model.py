@@ -94,6 +94,18 @@ class PodRef(Frozen):
     phase: str | None = None
 
 
+class Cause(Frozen):
+    """The root cause in machine form: what the fleet view groups stuck workloads by."""
+
+    layer: Layer
+    code: str = Field(description="the leading signal of the failing layer")
+    nodes: list[str] = Field(default_factory=list, description="nodes where it blocks the pod")
+    objects: list[str] = Field(
+        default_factory=list,
+        description="shared objects that block it: 'ResourceQuota ns/name', 'ClusterQueue cq', …",
+    )
+
+
 class TriageReport(Frozen):
     """The engine's answer. `failing_layer` is None when nothing blocks the pod."""
 
@@ -120,6 +132,7 @@ class TriageReport(Frozen):
     data_age_note: str | None = Field(
         default=None, description="set when the data may be stale (old snapshot, lagging cache)"
     )
+    cause: Cause | None = Field(default=None, description="the failing layer's cause, for grouping")
 
     def finding(self, layer: Layer) -> Finding:
         return next(f for f in self.findings if f.layer == layer)

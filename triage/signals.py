@@ -22,6 +22,9 @@ class Signal:
     nodes: list[str] = field(default_factory=list)
     pod: str = ""  # "namespace/name" of the GPU component pod at fault, if one is
     values: dict[str, str] = field(default_factory=dict)  # playbook placeholders it fills
+    # Shared objects that block (ResourceQuota ns/name, ClusterQueue, a missing label): what
+    # makes two workloads stuck for one cause in the fleet view.
+    objects: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
 from triage.layers.scheduling.exclusions import wants_gpu
-from triage.model import LAYER_ORDER, Layer, PodRef, TriageReport
+from triage.model import LAYER_ORDER, Cause, Layer, PodRef, TriageReport
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target
@@ -74,7 +74,7 @@ def assemble(
     blocking = [s for s in signals if s.blocking]
     failing = min((s.layer for s in blocking), key=lambda la: la.rank, default=None)
     ref = _pod_ref(target)
-    owner, remedy = None, _Remedy()
+    owner, remedy, cause = None, _Remedy(), None
     if failing is not None:
         finding = next(f for f in findings if f.layer == failing)
         mine = [s for s in blocking if s.layer == failing]
@@ -101,6 +101,12 @@ def assemble(
         steps, operator_steps = playbook.steps(failing, finding.codes, **values)
         remedy = _Remedy(steps, operator_steps, playbook.verification(failing, **values))
         headline = f"{failing.value}: {finding.summary}"
+        cause = Cause(
+            layer=failing,
+            code=finding.codes[0],
+            nodes=sorted(set(nodes)),
+            objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
+        )
     elif headline is None:
         headline = f"{target.kind} {target.name}: nothing blocks it at any layer"
     return TriageReport(
@@ -117,6 +123,7 @@ def assemble(
         generated_at=now or datetime.now(UTC),
         notes=notes,
         gpu_stack=gpu_stack or [],
+        cause=cause,
     )
 
 

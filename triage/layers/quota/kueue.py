@@ -64,6 +64,7 @@ def check_kueue(inp: QuotaInput) -> None:
                 "quota.kueue-localqueue-missing",
                 f"{what}: LocalQueue {queue} does not exist in namespace {inp.namespace}",
                 evidence=evidence,
+                objects=[f"LocalQueue {inp.namespace}/{queue}"],
             )
         )
         return
@@ -82,6 +83,7 @@ def check_kueue(inp: QuotaInput) -> None:
                     f"{what}: ClusterQueue {cq_name} is not active"
                     + (f" (stopPolicy {stop})" if stop else ""),
                     evidence=evidence,
+                    objects=[f"ClusterQueue {cq_name}"],
                 )
             )
             return
@@ -92,7 +94,8 @@ def check_kueue(inp: QuotaInput) -> None:
         owners.append(("Pod", name_of(inp.pod)))
     verdict = _workload_verdict(find_owned(wls, owners), what, cq_name, evidence)
     if verdict is not None:
-        inp.signals.append(Signal(Layer.QUOTA, *verdict, evidence=evidence))
+        queue_ref = f"ClusterQueue {cq_name}" if cq_name else f"LocalQueue {inp.namespace}/{queue}"
+        inp.signals.append(Signal(Layer.QUOTA, *verdict, evidence=evidence, objects=[queue_ref]))
 
 
 def _held_by_kueue(inp: QuotaInput) -> tuple[str, str | None] | None:

@@ -3,6 +3,8 @@ evidence sits on its Job or ReplicaSet as FailedCreate) and PriorityClasses that
 
 from __future__ import annotations
 
+import re
+
 from triage.cluster.objects import Obj, name_of
 from triage.cluster.quantities import amount, fmt_amount, pod_requests, resources
 from triage.cluster.source import ForbiddenError
@@ -58,6 +60,7 @@ def check_resource_quotas(inp: QuotaInput) -> None:
                         f"namespace {inp.namespace} quota {name_of(rq)} is exhausted: {key} "
                         f"{shown}, each new pod needs {fmt_amount(res, need)}",
                         evidence=[line + f"; a new pod needs {fmt_amount(res, need)}"],
+                        objects=[f"ResourceQuota {inp.namespace}/{name_of(rq)}"],
                     )
                 )
             elif u >= h and ("nvidia.com/" in key or key in ("pods", "count/pods")):
@@ -70,6 +73,15 @@ def check_resource_quotas(inp: QuotaInput) -> None:
                         blocking=False,
                     )
                 )
+
+
+_EXCEEDED = re.compile(r"exceeded quota: ([a-z0-9]([-a-z0-9.]*[a-z0-9])?)")
+
+
+def _quota_named(namespace: str, message: str) -> list[str]:
+    """The ResourceQuota an admission rejection names ("exceeded quota: gpu-quota, ...")."""
+    found = _EXCEEDED.search(message)
+    return [f"ResourceQuota {namespace}/{found.group(1)}"] if found else []
 
 
 def check_failed_create(inp: QuotaInput) -> None:
@@ -86,6 +98,7 @@ def check_failed_create(inp: QuotaInput) -> None:
                     "quota.resourcequota-exceeded",
                     f"pods of {ev.kind}/{ev.name} are rejected at creation: namespace quota exceeded",
                     evidence=[str(ev)],
+                    objects=_quota_named(inp.namespace, ev.message),
                 )
             )
         elif "PriorityClass" in ev.message or "priority class" in ev.message.lower():
@@ -129,5 +142,6 @@ def check_priority(inp: QuotaInput) -> None:
                 Layer.QUOTA,
                 "quota.priorityclass-missing",
                 f"PriorityClass {pc_name} does not exist: pods using it are rejected",
+                objects=[f"PriorityClass {pc_name}"],
             )
         )

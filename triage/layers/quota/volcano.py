@@ -60,6 +60,7 @@ def check_volcano(inp: QuotaInput) -> None:
                     "quota.volcano-queue-closed",
                     f"Volcano Queue {qname} is {state}",
                     evidence=evidence,
+                    objects=[f"Queue {qname}"],
                 )
             )
             return
@@ -70,5 +71,6 @@ def check_volcano(inp: QuotaInput) -> None:
                 "quota.volcano-pending",
                 f"Volcano PodGroup {group} is Pending in queue {qname}: the gang is not admitted",
                 evidence=evidence,
+                objects=[f"Queue {qname}"],
             )
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from triage.cluster.objects import Obj, labels
+from triage.cluster.quantities import gpu_requests
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.model import Layer
 from triage.signals import Signal
@@ -65,14 +66,18 @@ def no_candidate_signal(
     if sched_line:
         evidence.insert(0, sched_line)
     all_nodes = [node for pool in nodes.excluded.values() for node, _ in pool]
-    summary = no_candidate_summary(code, gpu, missing=_unmatched_labels(pod, all_nodes))
+    missing = _unmatched_labels(pod, all_nodes)
+    summary = no_candidate_summary(code, gpu, missing=missing)
     if fitting:  # name the nearest miss: the node that passes the constraints
         (near, health), category = next(
             (pool[0], cat) for (cat, _), pool in pools if cat == top and pool
         )
         miss = placement.exclusion_text(category, near, health).removeprefix("node ")
         summary += f"; {miss}"
-    return Signal(Layer.SCHEDULING, code, summary, evidence=evidence)
+    return Signal(
+        Layer.SCHEDULING, code, summary, evidence=evidence,
+        objects=[f"label {m}" for m in missing] or _constraint(code, pod),
+    )  # fmt: skip
 
 
 def _exclusion_code(category: str) -> str:
@@ -110,3 +115,14 @@ def no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) 
         "scheduling.dra-no-matching-device": "no node the pod may use publishes devices for its ResourceClaims",
         "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod ({asks})",
     }.get(code, f"no node satisfies the pod's placement constraints ({asks})")
+
+
+def _constraint(code: str, pod: Obj) -> list[str]:
+    """What pods stuck with no candidate share when no label is missing outright: the
+    selector they ask for, or the request no node can ever meet (a taint is the code's)."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    if code == "scheduling.selector-mismatch":
+        return [f"nodeSelector {k}={v}" for k, v in sorted(selector.items())]
+    if code in ("scheduling.request-too-large", "scheduling.no-mig-profile"):
+        return [f"request {v} {k}" for k, v in sorted(gpu_requests(pod).items())]
+    return []

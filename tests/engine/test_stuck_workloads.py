@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_triage.cmd_triage import stuck_gpu_workloads
 from tests.engine.mini import cluster, pod
+from triage.fleet import stuck_workloads
 
 
 def job(name: str, template: dict[str, Any], *, complete: bool = False) -> dict[str, Any]:
@@ -32,4 +32,5 @@ def test_podless_jobs_asking_for_gpus_through_limits_or_dra_claims_are_listed() 
         job("done", limits, complete=True),
         job("cpu", cpu_only),
     )
-    assert stuck_gpu_workloads(source) == [("team-a", "dra"), ("team-a", "extended")]
+    found = [(s.namespace, s.name) for s in stuck_workloads(source)]
+    assert found == [("team-a", "dra"), ("team-a", "extended")]

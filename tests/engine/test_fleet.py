@@ -1,0 +1,129 @@
+"""The fleet view: every stuck GPU workload grouped by its root cause, largest GPU wait first,
+and what a tenant sees of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from triage import load_snapshot
+from triage.fleet import Sweep, SweepSource, stuck_workloads, sweep
+from triage.model import Layer
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Sweep:
+    return sweep(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
+
+
+def names(group: object) -> set[str]:
+    return {f"{m.namespace}/{m.name}" for m in group.members}  # type: ignore[attr-defined]
+
+
+def test_workloads_with_one_cause_form_one_group_across_tenants(fleet: Sweep) -> None:
+    by_cause = {(g.layer, g.code): g for g in fleet.groups}
+    driver = by_cause[(Layer.DRIVER, "driver.pod-failing")]
+    assert names(driver) == {
+        "team-vision/resnet-train", "research/fold-a100", "team-vision/vit-sweep",
+        "research/md-sim", "team-vision/notebook-ana",
+    }  # fmt: skip
+    assert driver.blocking == ["node gpu-a100-01", "node gpu-a100-02"]
+    assert driver.gpus == 2 + 4 + 2 * 1 + 2 + 1
+    assert driver.owner is not None and driver.owner.team == "gpu-infrastructure"
+    full = by_cause[(Layer.SCHEDULING, "scheduling.insufficient")]
+    assert names(full) == {"team-nlp/llm-sft-a", "team-nlp/llm-sft-b", "research/h100-probe"}
+    assert full.blocking == ["pool gpu-triage.io/node-pool=h100"]
+    # Tenants of two teams share the cause: it goes to the layer's owner, not one tenant's.
+    assert full.owner is not None and full.owner.team == "workload-owner"
+    kueue = by_cause[(Layer.QUOTA, "quota.kueue-pending")]
+    assert names(kueue) == {"team-vision/sweep-42", "research/sweep-43"}
+    assert kueue.blocking == ["ClusterQueue vision-cq"]
+    rq = by_cause[(Layer.QUOTA, "quota.resourcequota-exceeded")]
+    assert names(rq) == {"team-nlp/pretrain-13b", "team-nlp/pretrain-7b"}
+    assert rq.blocking == ["ResourceQuota team-nlp/gpu-quota"]
+    label = by_cause[(Layer.SCHEDULING, "scheduling.selector-mismatch")]
+    assert label.blocking == ["label nvidia.com/gpu.product=NVIDIA-H200-141GB"]
+    assert len(fleet.groups) == 5
+
+
+def test_groups_sort_by_gpus_waiting_and_name_no_workload_in_the_cause(fleet: Sweep) -> None:
+    gpus = [g.gpus for g in fleet.groups]
+    assert gpus == sorted(gpus, reverse=True)
+    assert fleet.groups[0].layer == Layer.DRIVER
+    every_name = {m.name for g in fleet.groups for m in g.members}
+    for g in fleet.groups:
+        assert not any(n in g.cause for n in every_name), g.cause
+    assert fleet.workloads == 13 and fleet.gpus == sum(gpus)
+
+
+def test_running_and_cpu_only_workloads_are_not_stuck_gpu_workloads(fleet: Sweep) -> None:
+    listed = {m.name for g in fleet.groups for m in g.members} | {m.name for m in fleet.waiting}
+    assert "protein-fold" not in listed and "etl-cpu" not in listed
+    assert not fleet.errors
+
+
+def test_oldest_wait_is_the_oldest_member(fleet: Sweep) -> None:
+    for g in fleet.groups:
+        assert g.oldest == min(m.since for m in g.members if m.since)
+
+
+def test_a_tenant_sees_only_their_members_and_counts_but_the_platform_cause(fleet: Sweep) -> None:
+    mine = fleet.only(lambda ns: ns == "research")
+    driver = next(g for g in mine.groups if g.layer == Layer.DRIVER)
+    assert names(driver) == {"research/fold-a100", "research/md-sim"}
+    assert driver.workloads == 2 and driver.gpus == 6
+    assert "gpu-a100-01" in driver.cause  # a platform object: the cause stays whole
+    assert all(m.namespace == "research" for g in mine.groups for m in g.members)
+    assert not any(g.code == "quota.resourcequota-exceeded" for g in mine.groups)
+    assert "team-vision" not in mine.model_dump_json() and "team-nlp" not in mine.model_dump_json()
+
+
+def test_a_namespace_scope_reads_only_that_namespace() -> None:
+    source = load_snapshot(FIXTURES / "fleet-many-causes.yaml")
+    found = stuck_workloads(source, ["team-nlp"])
+    assert {s.name for s in found} == {"llm-sft-a", "llm-sft-b", "pretrain-13b", "pretrain-7b"}
+    podless = next(s for s in found if s.name == "pretrain-13b")
+    assert (podless.kind, podless.pods, podless.gpus) == ("Job", 1, 4)
+
+
+def test_group_keys_are_stable_across_sweeps_and_differ_by_cause(fleet: Sweep) -> None:
+    again = sweep(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
+    assert [g.key for g in again.groups] == [g.key for g in fleet.groups]
+    assert len({g.key for g in fleet.groups}) == len(fleet.groups)
+
+
+class Counting:
+    def __init__(self, inner: object) -> None:
+        self.inner, self.event_lists, self.events_for_calls = inner, 0, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[dict]:
+        if kind == "Event":
+            self.event_lists += 1
+        return self.inner.objects(kind, namespace=namespace)  # type: ignore[attr-defined]
+
+    def events_for(self, **kw: str) -> list[dict]:
+        self.events_for_calls += 1
+        return self.inner.events_for(**kw)  # type: ignore[attr-defined]
+
+
+def test_a_sweep_lists_events_once_for_all_its_triages() -> None:
+    source = Counting(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
+    result = sweep(source)  # type: ignore[arg-type]
+    assert result.workloads == 13
+    assert source.event_lists == 1 and source.events_for_calls == 0
+    # and the events still reach the reports: FailedCreate is the evidence of a rejected Job
+    rq = next(g for g in result.groups if g.code == "quota.resourcequota-exceeded")
+    assert rq.blocking == ["ResourceQuota team-nlp/gpu-quota"]
+    assert isinstance(SweepSource(source).cluster_name, str)  # type: ignore[arg-type]
+
+
+def test_the_demo_cluster_groups_every_stuck_workload() -> None:
+    demo = sweep(load_snapshot(Path(__file__).parents[2] / "gpu_triage/demo/cluster.yaml"))
+    assert demo.workloads == 7 and not demo.errors
+    assert {g.layer for g in demo.groups} == set(Layer)
