@@ -138,3 +138,47 @@ class TriageRunRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     requested_by: Mapped[str | None] = mapped_column(String(255))
     channel: Mapped[str | None] = mapped_column(String(64))
+
+
+GROUP_ACTIVE = text("status = 'open'")
+
+
+class GroupRow(Base):
+    """A root cause shared by stuck workloads (the fleet view's group), followed as one
+    incident: at most one open per cluster and cause key, so replicas cannot open two."""
+
+    __tablename__ = "incident_groups"
+    __table_args__ = (
+        CheckConstraint("status IN ('open', 'resolved')", name="status"),
+        Index(
+            "uq_incident_groups_active_key",
+            "cluster",
+            "key",
+            unique=True,
+            sqlite_where=GROUP_ACTIVE,
+            postgresql_where=GROUP_ACTIVE,
+        ),
+        Index("ix_incident_groups_channel_posted", "channel", "posted_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(253))
+    key: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    layer: Mapped[str] = mapped_column(String(32))
+    code: Mapped[str] = mapped_column(String(128))
+    cause: Mapped[str] = mapped_column(Text)
+    owner_team: Mapped[str | None] = mapped_column(String(255))
+    owner_channel: Mapped[str | None] = mapped_column(String(255))
+    workloads: Mapped[int] = mapped_column(Integer)
+    gpus: Mapped[int] = mapped_column(Integer)
+    members: Mapped[list[dict[str, Any]]] = mapped_column(ReportJSON)
+    members_hash: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(Integer)
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    channel: Mapped[str | None] = mapped_column(String(255))
+    thread_ts: Mapped[str | None] = mapped_column(String(32))
+    posted_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    announced_workloads: Mapped[int] = mapped_column(Integer)

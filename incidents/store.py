@@ -31,6 +31,7 @@ from incidents.database import (
     unavailable,
 )
 from incidents.errors import IncidentNotFoundError, InvalidTransitionError
+from incidents.groups import GroupBook
 from incidents.models import IncidentRow, TriageRunRow
 from incidents.summary import per_layer, summarise
 from incidents.values import (
@@ -96,6 +97,11 @@ class IncidentStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @property
+    def groups(self) -> GroupBook:
+        """The incident groups (the fleet view's causes and their alerts)."""
+        return GroupBook(read=self._read, write=self._write, guard=self._guard, clock=self._clock)
 
     @property
     def engine(self) -> Engine:

@@ -120,3 +120,42 @@ class Stats(_Value):
     open_by_layer: dict[Layer, int]
     median_time_to_resolve_seconds: float | None
     median_time_to_resolve_seconds_by_layer: dict[Layer, float | None]
+
+
+class GroupIncident(_Value):
+    """A root cause shared by stuck workloads, followed from first sighting until no workload
+    is stuck on it any more; `channel`/`thread_ts` locate its Slack alert once posted."""
+
+    id: int
+    cluster: str
+    key: str
+    status: str  # open | resolved
+    layer: Layer
+    code: str
+    cause: str
+    owner_team: str | None
+    owner_channel: str | None
+    workloads: int
+    gpus: int
+    members: list[dict[str, Any]]
+    version: int
+    opened_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None
+    channel: str | None
+    thread_ts: str | None
+    posted_at: datetime | None
+    announced_workloads: int
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "open"
+
+
+class GroupChange(_Value):
+    """What one sync did to a group, for the caller that made the change (and only it):
+    `opened`, `changed` (members came or went) or `resolved` (none left)."""
+
+    kind: str
+    group: GroupIncident
+    previous_workloads: int = 0

@@ -22,8 +22,8 @@ def test_upgrade_downgrade_upgrade(db_url: str) -> None:
     with IncidentStore.from_url(db_url) as store:
         assert store.current_revision() is None
         store.upgrade()
-        assert store.current_revision() == head_revision() == "0001"
-        assert _tables(store) == {"incidents", "triage_runs"}
+        assert store.current_revision() == head_revision() == "0002"
+        assert _tables(store) == {"incidents", "triage_runs", "incident_groups"}
         store.record(make_report(), requested_by="U1", duration_ms=1)
 
         store.downgrade(revision="base")
@@ -32,7 +32,7 @@ def test_upgrade_downgrade_upgrade(db_url: str) -> None:
 
         store.upgrade()
         store.upgrade()  # idempotent
-        assert store.current_revision() == "0001"
+        assert store.current_revision() == "0002"
         assert store.list() == []
         assert store.record(make_report(), requested_by="U1", duration_ms=1).created
 
@@ -50,4 +50,14 @@ def test_models_match_migrations(db_url: str) -> None:
 
 def test_open_with_auto_migrate(sqlite_url: str, monkeypatch: object) -> None:
     with IncidentStore.open(sqlite_url, auto_migrate=True) as store:
-        assert store.current_revision() == "0001"
+        assert store.current_revision() == "0002"
+
+
+def test_a_store_at_0001_upgrades_to_groups_and_back(db_url: str) -> None:
+    with IncidentStore.from_url(db_url) as store:
+        store.upgrade(revision="0001")
+        store.record(make_report(), requested_by="U1", duration_ms=1)
+        store.upgrade()
+        assert "incident_groups" in _tables(store) and len(store.list()) == 1
+        store.downgrade(revision="0001")
+        assert "incident_groups" not in _tables(store) and len(store.list()) == 1
