@@ -43,6 +43,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--playbook", help="playbook YAML ($GPU_TRIAGE_PLAYBOOK; default: bundled)")
     p.add_argument("--access-policy", help="access policy YAML ($GPU_TRIAGE_ACCESS_POLICY)")
+    p.add_argument(
+        "--alerts", help="alerts YAML: channels that get fleet-view alerts ($GPU_TRIAGE_ALERTS)"
+    )
     p.add_argument("--database-url", help="incident database ($DATABASE_URL)")
     p.add_argument("--cluster-name", help="name users pass as --cluster ($GPU_TRIAGE_CLUSTER)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         snapshot=args.snapshot,
         playbook=args.playbook,
         access_policy=args.access_policy,
+        alerts=args.alerts,
         database_url=args.database_url,
         cluster_name=args.cluster_name,
     )
@@ -75,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     except PolicyError as e:
         raise UserError(str(e)) from None
     playbook = load_playbook(settings.playbook)
+    alerts = _alerts_config(settings.alerts)
     # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE=0 (e.g. when a
     # deployment runs `gpu-triage db upgrade` as a separate step).
     auto = os.environ.get("GPU_TRIAGE_AUTO_MIGRATE", "1").strip().lower() not in (
@@ -114,6 +119,17 @@ def run(args: argparse.Namespace) -> int:
         app.close()
         raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
 
+    loop = None
+    if alerts is not None:
+        from bot.alerts import Alerter
+        from gpu_triage.alerting import AlertLoop
+
+        alerter = Alerter(client=app.client, groups=store.groups, config=alerts)
+        loop = AlertLoop(
+            service=service, alerter=alerter, metrics=metrics, interval=alerts.interval_seconds
+        )
+        loop.start()
+
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
@@ -121,7 +137,12 @@ def run(args: argparse.Namespace) -> int:
     mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
     print(
         f"gpu-triage bot: serving {clusters.description} via {mode}; "
-        f"health on :{server.port}/healthz",
+        f"health on :{server.port}/healthz"
+        + (
+            f"; alerts to {len(alerts.channels)} channel(s), sweep every {alerts.interval_seconds:g}s"
+            if alerts is not None
+            else ""
+        ),
         flush=True,
     )
     try:
@@ -129,9 +150,23 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        if loop is not None:
+            loop.stop()
         server.stop()
         clusters.close()
     return 0
+
+
+def _alerts_config(path: str | None) -> Any:
+    """The alerts file, read and checked at start (None: watch mode off)."""
+    if not path:
+        return None
+    from bot.alerts import AlertConfigError, load_alerts
+
+    try:
+        return load_alerts(path)
+    except AlertConfigError as e:
+        raise UserError(str(e)) from None
 
 
 def _assistant(

@@ -19,6 +19,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, make_wsgi_app
 from prometheus_client.registry import Collector
 
 from incidents.errors import IncidentStoreError
+from triage.fleet import Sweep
 from triage.model import LAYER_ORDER, Layer, TriageReport
 
 if TYPE_CHECKING:
@@ -32,6 +33,47 @@ log = logging.getLogger(__name__)
 
 NO_LAYER = "none"  # label value of triages that found nothing blocking the workload
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class SweepCollector(Collector):
+    """The last full sweep's groups: stuck GPU workloads and GPUs waiting, per layer and per
+    group (labelled by cause key, layer and code; never by tenant)."""
+
+    def __init__(self) -> None:
+        self.last: Sweep | None = None
+        self.duration_ms = 0.0
+
+    def collect(self) -> Iterable[Metric]:
+        per_layer = GaugeMetricFamily(
+            "stuck_gpu_workloads",
+            "Stuck GPU workloads in the last sweep, by layer",
+            labels=["layer"],
+        )
+        gpus_layer = GaugeMetricFamily(
+            "gpus_waiting",
+            "GPUs stuck workloads wait for in the last sweep, by layer",
+            labels=["layer"],
+        )
+        per_group = GaugeMetricFamily(
+            "stuck_group_workloads", "Stuck GPU workloads per root-cause group",
+            labels=["group", "layer", "code"],
+        )  # fmt: skip
+        gpus_group = GaugeMetricFamily(
+            "stuck_group_gpus",
+            "GPUs waiting per root-cause group",
+            labels=["group", "layer", "code"],
+        )
+        groups = self.last.groups if self.last is not None else []
+        for layer in LAYER_ORDER:
+            mine = [g for g in groups if g.layer == layer]
+            per_layer.add_metric([layer.value], sum(g.workloads for g in mine))
+            gpus_layer.add_metric([layer.value], sum(g.gpus for g in mine))
+        for g in groups:
+            per_group.add_metric([g.key, g.layer.value, g.code], g.workloads)
+            gpus_group.add_metric([g.key, g.layer.value, g.code], g.gpus)
+        seconds = GaugeMetricFamily("sweep_duration_seconds", "Time of the last full sweep")
+        seconds.add_metric([], self.duration_ms / 1000.0)
+        yield from (per_layer, gpus_layer, per_group, gpus_group, seconds)
 
 
 class Metrics:
@@ -53,6 +95,16 @@ class Metrics:
         )
         for label in [*(layer.value for layer in LAYER_ORDER), NO_LAYER]:
             self.triages.labels(layer=label)  # every series exists from the start, at 0
+        self.alerts = Counter(
+            "alerts",
+            "Fleet-view alert messages sent, by action (posted, updated, resolved)",
+            ["action"],
+            registry=self.registry,
+        )
+        for action in ("posted", "updated", "resolved"):
+            self.alerts.labels(action=action)
+        self._sweep = SweepCollector()
+        self.registry.register(self._sweep)
         self.duration = Histogram(
             "triage_duration_seconds",
             "Time to triage one workload, cluster reads included",
@@ -68,6 +120,15 @@ class Metrics:
         layer = report.failing_layer.value if report.failing_layer is not None else NO_LAYER
         self.triages.labels(layer=layer).inc()
         self.duration.observe(duration_ms / 1000.0)
+
+    def observe_sweep(self, sweep: Sweep, *, duration_ms: float) -> None:
+        """Keep the last full sweep for the stuck-workload gauges."""
+        self._sweep.last, self._sweep.duration_ms = sweep, duration_ms
+
+    def count_alerts(self, *, posted: int, updated: int, resolved: int) -> None:
+        for action, n in (("posted", posted), ("updated", updated), ("resolved", resolved)):
+            if n:
+                self.alerts.labels(action=action).inc(n)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition body and its Content-Type, for any HTTP server."""

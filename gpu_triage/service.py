@@ -18,6 +18,7 @@ from incidents.errors import IncidentStoreError
 from incidents.values import Incident
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport
 from triage import triage as engine_triage
+from triage.fleet import Sweep, sweep
 from triage.verify.node import NodeVerification, verify_node
 
 if TYPE_CHECKING:
@@ -109,6 +110,19 @@ class TriageService:
         return Outcome(
             report, result.incident, result.created, None, duration_ms, result.auto_resolved
         )
+
+    def sweep(self, *, cluster: str | None, namespaces: list[str] | None = None) -> Sweep:
+        """Every stuck GPU workload in `namespaces` (None: all), grouped by root cause."""
+        started = self._timer()
+        result = sweep(
+            self.source_for(cluster),
+            namespaces=namespaces,
+            config=self.config,
+            playbook=self.playbook,
+        )
+        if self.metrics is not None and namespaces is None:
+            self.metrics.observe_sweep(result, duration_ms=(self._timer() - started) * 1000.0)
+        return result
 
     def verify(self, *, cluster: str | None, node: str) -> NodeVerification:
         """The node verification template for one node (raises like `run`)."""

@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     snapshot: str | None = Field(default=None, validation_alias="GPU_TRIAGE_SNAPSHOT")
     playbook: str | None = Field(default=None, validation_alias="GPU_TRIAGE_PLAYBOOK")
     access_policy: str | None = Field(default=None, validation_alias="GPU_TRIAGE_ACCESS_POLICY")
+    alerts: str | None = Field(default=None, validation_alias="GPU_TRIAGE_ALERTS")
     cluster_name: str | None = Field(default=None, validation_alias="GPU_TRIAGE_CLUSTER")
     # None: found from the cluster (ClusterPolicy status, the operator's DaemonSets).
     operator_namespace: str | None = Field(

@@ -1,0 +1,262 @@
+"""Alerts about the fleet view's groups: one Slack thread per root cause, in the owner's channel.
+
+Opt-in per channel (the alerts YAML lists the channels that want them). Each sweep the groups
+are synced with the incident store, and only the caller the store reports a change to acts on
+it: a new group is posted once (when it passes the channel's thresholds, outside its quiet
+hours, within its hourly limit); members coming or going update that message in place
+(`chat.update`); growth past the channel's step is said once in the thread; an emptied group is
+marked resolved. A finding that did not change says nothing, after a restart too, and with
+several replicas on one database each change is acted on once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from pathlib import Path
+from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.mrkdwn import escape, truncate
+from bot.render import MAX_SECTION, Block, context, section
+from incidents.values import GroupChange, GroupIncident
+from triage.fleet import Group, Sweep, waited
+
+log = logging.getLogger(__name__)
+
+MEMBERS_SHOWN = 10
+
+
+class AlertConfigError(ValueError):
+    """The alerts file cannot be used. `str(e)` says what to fix, in one line."""
+
+
+class ChannelRule(BaseModel):
+    """What one channel wants to hear about."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None = Field(default=None, description="channel id to post to (default: the key)")
+    min_workloads: int = Field(default=1, ge=1)
+    min_gpus: int = Field(default=1, ge=0)
+    grow_by: int = Field(default=5, ge=1, description="say so in the thread when it grows by this")
+    max_posts_per_hour: int = Field(default=6, ge=0)
+    quiet_hours: str | None = Field(default=None, description='"22:00-07:00": no new posts then')
+    timezone: str = "UTC"
+
+    @field_validator("quiet_hours")
+    @classmethod
+    def _hours(cls, value: str | None) -> str | None:
+        if value is not None:
+            _window(value)
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown timezone {value!r}") from None
+        return value
+
+    def quiet(self, now: datetime) -> bool:
+        if self.quiet_hours is None:
+            return False
+        start, end = _window(self.quiet_hours)
+        local = now.astimezone(ZoneInfo(self.timezone)).time()
+        return start <= local < end if start <= end else local >= start or local < end
+
+
+def _window(text: str) -> tuple[time, time]:
+    try:
+        start, end = (time.fromisoformat(part.strip()) for part in text.split("-", 1))
+    except ValueError:
+        raise ValueError(f"quiet_hours must look like 22:00-07:00, not {text!r}") from None
+    return start, end
+
+
+class AlertConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    interval_seconds: float = Field(default=60.0, ge=5.0)
+    channels: dict[str, ChannelRule] = Field(default_factory=dict)
+
+    def rule(self, channel: str | None) -> ChannelRule | None:
+        return None if channel is None else self.channels.get(channel)
+
+
+def load_alerts(path: str | Path) -> AlertConfig:
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        return AlertConfig.model_validate(raw)
+    except OSError as e:
+        raise AlertConfigError(f"alerts file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise AlertConfigError(
+            f"alerts file {path} is not YAML: {str(e).splitlines()[0]}"
+        ) from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise AlertConfigError(f"alerts file {path}: {where}: {err['msg']}") from None
+
+
+class GroupBookLike(Protocol):
+    def sync(self, cluster: str, groups: Iterable[Group]) -> list[GroupChange]: ...
+    def find(self, cluster: str, key: str) -> GroupIncident | None: ...
+    def claim_post(self, group_id: int, *, channel: str) -> GroupIncident | None: ...
+    def release_post(self, group_id: int) -> None: ...
+    def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
+    def claim_announce(self, group_id: int, *, seen: int, workloads: int) -> bool: ...
+    def posts_since(self, channel: str, since: datetime) -> int: ...
+
+
+@dataclass
+class CycleResult:
+    posted: int = 0
+    updated: int = 0
+    resolved: int = 0
+    held: list[str] = field(default_factory=list)  # why a new group was not posted
+
+
+def group_blocks(group: Group, *, now: datetime) -> list[Block]:
+    """One group as an alert: the cause, the numbers, who owns it, the members, how to drill in."""
+    owner = group.owner.team if group.owner else "-"
+    if group.owner and group.owner.channel:
+        owner += f" ({group.owner.channel})"
+    title = f"*{escape(group.layer.value)}*: {escape(group.cause)}"
+    numbers = (
+        f"{group.workloads} workload(s), {group.gpus} GPU(s) waiting, oldest "
+        f"{waited(group.oldest, now)}, owner {escape(owner)}"
+    )
+    shown = group.members[:MEMBERS_SHOWN]
+    names = ", ".join(escape(f"{m.namespace}/{m.name}") for m in shown)
+    more = len(group.members) - len(shown)
+    members = names + (f" and {more} more" if more else "")
+    first = group.members[0]
+    return [
+        section(truncate(f":rotating_light: {title}\n{numbers}\n{members}", limit=MAX_SECTION)),
+        context(escape(f"drill in: /gpu why-pending {first.name} -n {first.namespace}")),
+    ]
+
+
+class Alerter:
+    def __init__(
+        self,
+        *,
+        client: WebClient,
+        groups: GroupBookLike,
+        config: AlertConfig,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.client, self.groups, self.config, self.clock = client, groups, config, clock
+
+    def cycle(self, sweep: Sweep) -> CycleResult:
+        """Sync the sweep's groups and act on what changed (see the module docstring)."""
+        out = CycleResult()
+        now = self.clock()
+        current = {g.key: g for g in sweep.groups}
+        for change in self.groups.sync(sweep.cluster, sweep.groups):
+            if change.kind == "changed" and change.group.key in current:
+                self._changed(change, current[change.group.key], now, out)
+            elif change.kind == "resolved":
+                self._resolved(change.group, out)
+        for group in sweep.groups:
+            self._maybe_post(sweep.cluster, group, now, out)
+        return out
+
+    def _maybe_post(self, cluster: str, group: Group, now: datetime, out: CycleResult) -> None:
+        channel = group.owner.channel if group.owner else None
+        rule = self.config.rule(channel)
+        if rule is None or channel is None:
+            return  # that channel has not asked for alerts
+        row = self.groups.find(cluster, group.key)
+        if row is None or row.posted_at is not None:
+            return
+        if group.workloads < rule.min_workloads or group.gpus < rule.min_gpus:
+            return
+        if rule.quiet(now):
+            out.held.append(f"{channel}: quiet hours")
+            return
+        if self.groups.posts_since(channel, now - timedelta(hours=1)) >= rule.max_posts_per_hour:
+            out.held.append(f"{channel}: {rule.max_posts_per_hour} posts in the last hour")
+            return
+        claimed = self.groups.claim_post(row.id, channel=channel)
+        if claimed is None:
+            return  # another replica posts it
+        try:
+            posted = self.client.chat_postMessage(
+                channel=rule.id or channel,
+                text=f"{group.layer.value}: {group.cause}",
+                blocks=group_blocks(group, now=now),
+                unfurl_links=False,
+            )
+        except SlackApiError as e:
+            log.warning("alert for group %s not posted to %s: %s", row.id, channel, e)
+            self.groups.release_post(row.id)
+            return
+        where = str(posted.get("channel") or rule.id or channel)
+        self.groups.attach_thread(row.id, channel=where, thread_ts=str(posted.get("ts")))
+        self.groups.claim_announce(row.id, seen=row.announced_workloads, workloads=group.workloads)
+        out.posted += 1
+
+    def _changed(self, change: GroupChange, group: Group, now: datetime, out: CycleResult) -> None:
+        row = change.group
+        if row.channel is None or row.thread_ts is None:
+            return  # not posted (yet): nothing to update
+        try:
+            self.client.chat_update(
+                channel=row.channel,
+                ts=row.thread_ts,
+                text=f"{group.layer.value}: {group.cause}",
+                blocks=group_blocks(group, now=now),
+            )
+            out.updated += 1
+            rule = self.config.rule(row.owner_channel) or ChannelRule()
+            seen = row.announced_workloads
+            if group.workloads < seen:  # growth counts from the low-water mark
+                self.groups.claim_announce(row.id, seen=seen, workloads=group.workloads)
+            elif group.workloads >= seen + rule.grow_by and self.groups.claim_announce(
+                row.id, seen=seen, workloads=group.workloads
+            ):
+                self.client.chat_postMessage(
+                    channel=row.channel,
+                    thread_ts=row.thread_ts,
+                    reply_broadcast=True,
+                    text=(
+                        f"grew from {seen} to {group.workloads} stuck workload(s), "
+                        f"{group.gpus} GPU(s) waiting"
+                    ),
+                )
+        except SlackApiError as e:
+            log.warning("alert for group %s not updated: %s", row.id, e)
+
+    def _resolved(self, row: GroupIncident, out: CycleResult) -> None:
+        if row.channel is None or row.thread_ts is None:
+            return
+        text = f"resolved: {row.layer.value}: {row.cause}"
+        try:
+            self.client.chat_update(
+                channel=row.channel,
+                ts=row.thread_ts,
+                text=text,
+                blocks=[
+                    section(f":white_check_mark: {escape(text)}\nno workload is stuck on it now")
+                ],
+            )
+            self.client.chat_postMessage(
+                channel=row.channel,
+                thread_ts=row.thread_ts,
+                text="resolved: no workload is stuck on it now",
+            )
+            out.resolved += 1
+        except SlackApiError as e:
+            log.warning("alert for group %s not marked resolved: %s", row.id, e)

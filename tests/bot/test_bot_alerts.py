@@ -1,0 +1,152 @@
+"""Fleet-view alerts against a loopback Slack: one thread per root cause in the owner's channel,
+posted once, updated in place as members come and go, resolved when empty; silent when
+nothing changed, after a restart, and with two replicas on one database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from slack_sdk import WebClient
+
+from bot.alerts import AlertConfig, AlertConfigError, Alerter, load_alerts
+from incidents import IncidentStore
+from tests.bot.fake_slack import FakeSlack
+from triage import load_snapshot
+from triage.fleet import Group, Sweep, sweep
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "fleet-many-causes.yaml"
+NOON = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+CONFIG = AlertConfig.model_validate(
+    {"channels": {"#gpu-infra": {"grow_by": 2}, "#gpu-capacity": {"min_workloads": 1}}}
+)
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Sweep:
+    return sweep(load_snapshot(FIXTURE))
+
+
+def alerter(fake: FakeSlack, store: IncidentStore, config: AlertConfig = CONFIG) -> Alerter:
+    client = WebClient(token="xoxb-test", base_url=fake.api_url)
+    return Alerter(client=client, groups=store.groups, config=config, clock=lambda: NOON)
+
+
+def with_members(s: Sweep, key: str, members: list) -> Sweep:  # type: ignore[type-arg]
+    groups = []
+    for g in s.groups:
+        if g.key == key:
+            g = g.model_copy(update={"members": members, "workloads": len(members),
+                                     "gpus": sum(m.gpus for m in members)})  # fmt: skip
+        groups.append(g)
+    return s.model_copy(update={"groups": [g for g in groups if g.members]})
+
+
+def driver(s: Sweep) -> Group:
+    return next(g for g in s.groups if g.layer.value == "driver")
+
+
+def test_new_groups_post_once_to_opted_in_channels_only(
+    fake: FakeSlack, store: IncidentStore, fleet: Sweep
+) -> None:
+    a = alerter(fake, store)
+    first = a.cycle(fleet)
+    posts = fake.of("chat.postMessage")
+    channels = sorted(p.args["channel"] for p in posts)
+    # driver -> #gpu-infra; the Kueue group -> #gpu-capacity; the others' channels did not opt in
+    assert channels == ["#gpu-capacity", "#gpu-infra"] and first.posted == 2
+    text = str(next(p for p in posts if p.args["channel"] == "#gpu-infra").args["blocks"])
+    assert "NVIDIA driver pods failing" in text and "gpu-a100-01" in text
+    assert "research/fold-a100" in text and "/gpu why-pending" in text
+    assert a.cycle(fleet).posted == 0
+    assert len(fake.of("chat.postMessage")) == 2 and not fake.of("chat.update")
+
+
+def test_members_coming_and_going_update_the_thread_in_place_then_resolve(
+    fake: FakeSlack, store: IncidentStore, fleet: Sweep
+) -> None:
+    a = alerter(fake, store)
+    a.cycle(fleet)
+    root = next(p for p in fake.of("chat.postMessage") if p.args["channel"] == "#gpu-infra")
+    d = driver(fleet)
+    fewer = with_members(fleet, d.key, d.members[:2])
+    assert a.cycle(fewer).updated == 1
+    [update] = fake.of("chat.update")
+    assert update.args["ts"] and "2 workload(s)" in str(update.args["blocks"])
+    assert len(fake.of("chat.postMessage")) == 2  # updated in place, no new post
+    assert a.cycle(fewer).updated == 0  # no change, no call
+    # Growth past the channel's step (2) is said once in the thread, broadcast.
+    a.cycle(fleet)
+    replies = [p for p in fake.of("chat.postMessage") if p.args.get("thread_ts")]
+    assert len(replies) == 1 and "grew from 2 to 5" in replies[0].args["text"]
+    # Every member gone: the message says resolved, and the thread hears it once.
+    gone = with_members(fleet, d.key, [])
+    assert a.cycle(gone).resolved == 1
+    last = fake.of("chat.update")[-1]
+    assert "resolved" in str(last.args["blocks"]) and last.args["ts"] == update.args["ts"]
+    assert a.cycle(gone).resolved == 0
+    assert root.args["channel"] == "#gpu-infra"
+
+
+def test_a_restarted_bot_does_not_repost(fake: FakeSlack, tmp_path: Path, fleet: Sweep) -> None:
+    url = f"sqlite:///{tmp_path / 'alerts.sqlite'}"
+    with IncidentStore.from_url(url) as store:
+        store.upgrade()
+        alerter(fake, store).cycle(fleet)
+    with IncidentStore.from_url(url) as restarted:
+        again = alerter(fake, restarted).cycle(fleet)
+    assert again.posted == 0 and len(fake.of("chat.postMessage")) == 2
+
+
+def test_two_replicas_on_one_database_post_each_group_once(
+    fake: FakeSlack, tmp_path: Path, fleet: Sweep
+) -> None:
+    url = f"sqlite:///{tmp_path / 'alerts.sqlite'}"
+    one, two = IncidentStore.from_url(url), IncidentStore.from_url(url)
+    one.upgrade()
+    try:
+        a, b = alerter(fake, one), alerter(fake, two)
+        assert a.cycle(fleet).posted + b.cycle(fleet).posted == 2
+        d = driver(fleet)
+        fewer = with_members(fleet, d.key, d.members[:1])
+        assert a.cycle(fewer).updated + b.cycle(fewer).updated == 1
+        assert len(fake.of("chat.postMessage")) == 2 and len(fake.of("chat.update")) == 1
+    finally:
+        one.close()
+        two.close()
+
+
+def test_quiet_hours_and_the_hourly_limit_hold_new_posts_back(
+    fake: FakeSlack, store: IncidentStore, fleet: Sweep
+) -> None:
+    quiet = AlertConfig.model_validate(
+        {"channels": {"#gpu-infra": {"quiet_hours": "11:00-13:00"},
+                      "#gpu-capacity": {"max_posts_per_hour": 0}}}
+    )  # fmt: skip
+    held = alerter(fake, store, quiet).cycle(fleet)
+    assert held.posted == 0 and not fake.of("chat.postMessage")
+    assert sorted(held.held) == [
+        "#gpu-capacity: 0 posts in the last hour",
+        "#gpu-infra: quiet hours",
+    ]
+    later = alerter(fake, store, CONFIG)  # quiet hours over: the held group is posted now
+    assert later.cycle(fleet).posted == 2
+
+
+def test_a_slack_failure_releases_the_claim_for_the_next_cycle(
+    fake: FakeSlack, store: IncidentStore, fleet: Sweep
+) -> None:
+    fake.not_in_channel.add("#gpu-infra")
+    assert alerter(fake, store).cycle(fleet).posted == 1
+    fake.not_in_channel.clear()
+    assert alerter(fake, store).cycle(fleet).posted == 1
+
+
+def test_a_bad_alerts_file_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "alerts.yaml"
+    bad.write_text("channels:\n  '#x': {quiet_hours: 'late'}\n")
+    with pytest.raises(AlertConfigError, match="quiet_hours must look like 22:00-07:00"):
+        load_alerts(bad)
+    with pytest.raises(AlertConfigError, match="no-such.yaml"):
+        load_alerts(tmp_path / "no-such.yaml")
