@@ -24,14 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.mrkdwn import escape, truncate
-from bot.render import MAX_SECTION, Block, context, section
+from bot.fleet import group_blocks
+from bot.mrkdwn import escape
+from bot.render import section
 from incidents.values import GroupChange, GroupIncident
-from triage.fleet import Group, Sweep, waited
+from triage.fleet import Group, Sweep
 
 log = logging.getLogger(__name__)
-
-MEMBERS_SHOWN = 10
 
 
 class AlertConfigError(ValueError):
@@ -125,27 +124,6 @@ class CycleResult:
     updated: int = 0
     resolved: int = 0
     held: list[str] = field(default_factory=list)  # why a new group was not posted
-
-
-def group_blocks(group: Group, *, now: datetime) -> list[Block]:
-    """One group as an alert: the cause, the numbers, who owns it, the members, how to drill in."""
-    owner = group.owner.team if group.owner else "-"
-    if group.owner and group.owner.channel:
-        owner += f" ({group.owner.channel})"
-    title = f"*{escape(group.layer.value)}*: {escape(group.cause)}"
-    numbers = (
-        f"{group.workloads} workload(s), {group.gpus} GPU(s) waiting, oldest "
-        f"{waited(group.oldest, now)}, owner {escape(owner)}"
-    )
-    shown = group.members[:MEMBERS_SHOWN]
-    names = ", ".join(escape(f"{m.namespace}/{m.name}") for m in shown)
-    more = len(group.members) - len(shown)
-    members = names + (f" and {more} more" if more else "")
-    first = group.members[0]
-    return [
-        section(truncate(f":rotating_light: {title}\n{numbers}\n{members}", limit=MAX_SECTION)),
-        context(escape(f"drill in: /gpu why-pending {first.name} -n {first.namespace}")),
-    ]
 
 
 class Alerter:

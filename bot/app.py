@@ -26,6 +26,7 @@ from bot.commands import (
     Help,
     InvalidNameError,
     ListIncidents,
+    Pending,
     ShowIncident,
     ShowStats,
     UsageError,
@@ -34,6 +35,7 @@ from bot.commands import (
     parse,
     parse_mention,
 )
+from bot.fleet import ACTION_GROUP
 from bot.handlers import Asker, Handlers
 from bot.policy import AccessPolicy, UsergroupCache
 from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
@@ -128,6 +130,8 @@ def create_app(
     def run_command(asker: Asker, cmd: Command) -> None:
         if isinstance(cmd, WhyPending):
             handlers.why_pending(asker, cmd)
+        elif isinstance(cmd, Pending):
+            handlers.pending(asker, cmd)
         elif isinstance(cmd, VerifyNode):
             handlers.verify_node(asker, cmd)
         elif isinstance(cmd, ListIncidents):
@@ -188,6 +192,17 @@ def create_app(
                 respond=respond,
             )
             later(asker, lambda: buttons.press(body=body, respond=respond))
+
+    @app.action(ACTION_GROUP)
+    def on_group(ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+        ack()
+        asker = Asker(
+            user=body["user"]["id"],
+            channel=(body.get("channel") or {}).get("id"),
+            respond=respond,
+        )
+        value = str(((body.get("actions") or [{}])[0]).get("value") or "")
+        later(asker, lambda: handlers.open_group(asker, value))
 
     return app
 

@@ -24,6 +24,12 @@ class WhyPending:
 
 
 @dataclass(frozen=True)
+class Pending:
+    namespace: str | None = None
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
 class VerifyNode:
     node: str
     cluster: str | None = None
@@ -54,7 +60,7 @@ class Ask:
     question: str
 
 
-Command = WhyPending | VerifyNode | ListIncidents | ShowIncident | ShowStats | Help | Ask
+Command = WhyPending | Pending | VerifyNode | ListIncidents | ShowIncident | ShowStats | Help | Ask
 MAX_QUESTION = 2000
 
 
@@ -77,6 +83,8 @@ def parse(text: str) -> Command:
     verb, args = words[0].lower(), words[1:]
     if verb == "why-pending":
         return _why_pending(args)
+    if verb == "pending":
+        return _pending(args)
     if verb == "verify-node":
         cluster = None
         if len(args) == 3 and args[1] == "--cluster":
@@ -130,6 +138,27 @@ def _why_pending(args: list[str]) -> WhyPending:
     return WhyPending(name=name, namespace=namespace, cluster=cluster)
 
 
+def _pending(args: list[str]) -> Pending:
+    namespace: str | None = None
+    cluster: str | None = None
+    it = iter(args)
+    for word in it:
+        flag, eq, inline = word.partition("=")
+        if flag in ("-n", "--namespace", "--cluster"):
+            value = inline if eq else next(it, None)
+            if not value:
+                raise UsageError(f"{flag} needs a value")
+            if flag == "--cluster":
+                cluster = validate_name(value, what="cluster name")
+            else:
+                namespace = validate_namespace(value)
+        elif word in ("-A", "--all-namespaces"):
+            namespace = None  # what you may see is the scope anyway
+        else:
+            raise UsageError(f"pending takes -n NAMESPACE and --cluster NAME, not {_shown(word)}")
+    return Pending(namespace=namespace, cluster=cluster)
+
+
 def _shown(word: str) -> str:
     return repr(word if len(word) <= 40 else word[:37] + "...")
 
@@ -148,6 +177,7 @@ __all__ = [
     "Help",
     "InvalidNameError",
     "ListIncidents",
+    "Pending",
     "ShowIncident",
     "ShowStats",
     "UsageError",

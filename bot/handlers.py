@@ -16,7 +16,16 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import messages as msg
-from bot.commands import Ask, ListIncidents, ShowIncident, ShowStats, VerifyNode, WhyPending
+from bot.commands import (
+    Ask,
+    ListIncidents,
+    Pending,
+    ShowIncident,
+    ShowStats,
+    VerifyNode,
+    WhyPending,
+)
+from bot.fleet import parse_group_value, pending_blocks, stored_group_blocks
 from bot.mrkdwn import escape
 from bot.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
@@ -212,6 +221,74 @@ class Handlers:
             cmd.question, caller=viewer, default_namespace=viewer.default_namespace, prefix="/gpu "
         )
         self.say(asker, msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown")))
+
+    # -- the fleet view ----------------------------------------------------------------------
+    def pending(self, asker: Asker, cmd: Pending) -> None:
+        """Every stuck GPU workload the asker may see, grouped by root cause, privately."""
+        viewer = self.viewer(asker)
+        namespaces: list[str] | None
+        if cmd.namespace is not None:
+            # A namespace the asker may not see reads as an empty one: nothing leaks.
+            namespaces = [cmd.namespace] if viewer.may_see(cmd.namespace) else []
+            scope = f"namespace {cmd.namespace}"
+        elif viewer.operator:
+            namespaces, scope = None, "all namespaces"
+        else:
+            namespaces, scope = sorted(viewer.namespaces), "your namespaces"
+        try:
+            result = self.service.sweep(cluster=cmd.cluster, namespaces=namespaces)
+        except (InvalidNameError, SourceError, LookupError) as e:
+            self.say(asker, _failure(e))
+            return
+        result = result.only(viewer.may_see)
+        text = f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting"
+        blocks = pending_blocks(result, scope=scope)
+        if asker.respond is not None and asker.thread_ts is None:
+            asker.respond(
+                text=text, blocks=blocks, response_type="ephemeral", replace_original=False
+            )
+        elif asker.channel:
+            self.client.chat_postMessage(
+                channel=asker.channel, thread_ts=asker.thread_ts, text=text, blocks=blocks
+            )
+
+    def open_group(self, asker: Asker, value: str) -> None:
+        """The "Incident thread" button: a link to the group's thread, opening one for an
+        operator when the group has none yet."""
+        viewer = self.viewer(asker)
+        try:
+            cluster, key = parse_group_value(value)
+        except ValueError:
+            self.say(asker, msg.group_not_found())
+            return
+        row = self.store.groups.find(cluster, key)
+        if row is None or not any(viewer.may_see(str(m.get("namespace"))) for m in row.members):
+            self.say(asker, msg.group_not_found())
+            return
+        if row.channel is None or row.thread_ts is None:
+            if not viewer.operator or not asker.channel or asker.channel.startswith("D"):
+                self.say(asker, msg.group_no_thread())
+                return
+            claimed = self.store.groups.claim_post(row.id, channel=asker.channel)
+            if claimed is None:
+                self.say(asker, msg.group_no_thread())
+                return
+            try:
+                posted = self.client.chat_postMessage(
+                    channel=asker.channel,
+                    text=f"{row.layer.value}: {row.cause}",
+                    blocks=stored_group_blocks(row),
+                    unfurl_links=False,
+                )
+            except SlackApiError:
+                self.store.groups.release_post(row.id)
+                raise
+            channel, ts = str(posted.get("channel") or asker.channel), str(posted.get("ts"))
+            self.store.groups.attach_thread(row.id, channel=channel, thread_ts=ts)
+        else:
+            channel, ts = row.channel, row.thread_ts
+        link = self.client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
+        self.say(asker, msg.group_thread(str(link or "")))
 
     # -- other commands ----------------------------------------------------------------------
     def verify_node(self, asker: Asker, cmd: VerifyNode) -> None:

@@ -13,6 +13,8 @@ USAGE = (
     "*Usage*\n"
     "• `/gpu why-pending <pod> [-n <namespace>] [--cluster <name>]`: why a GPU pod or job "
     "is not running\n"
+    "• `/gpu pending [-n <namespace>] [--cluster <name>]`: every stuck GPU workload you may "
+    "see, grouped by root cause\n"
     "• `/gpu verify-node <node>`: post-install checks for one GPU node\n"
     "• `/gpu incidents`: open incidents\n"
     "• `/gpu incident <id>`: one incident\n"
@@ -122,6 +124,27 @@ def verification(result: NodeVerification) -> str:
         channel = f" ({escape(result.owner.channel)})" if result.owner.channel else ""
         lines.append(f"Owner: *{escape(result.owner.team)}*{channel}")
     return truncate("\n".join(lines), limit=3000)
+
+
+def group_not_found() -> str:
+    return (
+        "No open incident for that cause any more (it may have cleared): run `/gpu pending` again."
+    )
+
+
+def group_no_thread() -> str:
+    return (
+        "That cause has no incident thread yet: the owner's channel gets one when alerts are on "
+        "for it. Drill in with `/gpu why-pending <workload> -n <namespace>`."
+    )
+
+
+def group_thread(link: str) -> str:
+    return (
+        f"Incident thread of that cause: {link}"
+        if link
+        else "Incident thread of that cause is open."
+    )
 
 
 def no_incidents() -> str:

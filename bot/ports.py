@@ -10,8 +10,9 @@ from typing import Protocol
 
 from pydantic import SecretStr
 
-from incidents.values import Incident, IncidentStatus, Stats
+from incidents.values import GroupIncident, Incident, IncidentStatus, Stats
 from triage import Layer, TriageReport
+from triage.fleet import Sweep
 from triage.verify.node import NodeVerification
 
 
@@ -65,6 +66,20 @@ class TriageServiceLike(Protocol):
 
     def verify(self, *, cluster: str | None, node: str) -> NodeVerification: ...
 
+    def sweep(self, *, cluster: str | None, namespaces: list[str] | None = None) -> Sweep: ...
+
+
+class GroupsLike(Protocol):
+    """What the handlers use of the store's incident groups."""
+
+    def find(self, cluster: str, key: str) -> GroupIncident | None: ...
+
+    def claim_post(self, group_id: int, *, channel: str) -> GroupIncident | None: ...
+
+    def release_post(self, group_id: int) -> None: ...
+
+    def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
+
 
 class IncidentStoreLike(Protocol):
     def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None: ...
@@ -86,3 +101,6 @@ class IncidentStoreLike(Protocol):
     ) -> list[Incident]: ...
 
     def stats(self) -> Stats: ...
+
+    @property
+    def groups(self) -> GroupsLike: ...

@@ -148,5 +148,5 @@ def test_a_bad_alerts_file_is_one_line(tmp_path: Path) -> None:
     bad.write_text("channels:\n  '#x': {quiet_hours: 'late'}\n")
     with pytest.raises(AlertConfigError, match="quiet_hours must look like 22:00-07:00"):
         load_alerts(bad)
-    with pytest.raises(AlertConfigError, match="no-such.yaml"):
+    with pytest.raises(AlertConfigError, match=r"no-such\.yaml"):
         load_alerts(tmp_path / "no-such.yaml")
