@@ -13,7 +13,7 @@ A sweep reads the cluster once: events are listed once for all the triages (`Swe
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -199,20 +199,27 @@ def stuck_workloads(source: ClusterSource, namespaces: Iterable[str] | None = No
             name_of(rs): (ref[1] if (ref := owner(rs)) and ref[0] == "Deployment" else None)
             for rs in source.objects("ReplicaSet", namespace=ns)
         }
+        # Owners that exist: a pod whose owner is gone (or unreadable) is reported as itself.
+        owners = {
+            (kind, ns_of(w), name_of(w))
+            for kind in ("Job", "StatefulSet")
+            for w in source.objects(kind, namespace=ns)
+        }
         with_pods: set[tuple[str, str, str]] = set()
         for pod in source.objects("Pod", namespace=ns):
             ref = owner(pod)
             if ref is not None:
                 with_pods.add((ns_of(pod), ref[0], ref[1]))
-            if not wants_gpu(pod, pod_requests(pod)) or pod_problem(pod, messages=False) is None:
+            # Cheapest test first: most pods of a big cluster run fine.
+            if pod_problem(pod, messages=False) is None or not wants_gpu(pod, pod_requests(pod)):
                 continue
             if (pod.get("status") or {}).get("phase") == "Succeeded":
                 continue
             kind, name = "Pod", name_of(pod)
-            if ref is not None and ref[0] == "ReplicaSet":
-                parent = rs_parent.get(ref[1])
+            if ref is not None and ref[0] == "ReplicaSet" and ref[1] in rs_parent:
+                parent = rs_parent[ref[1]]
                 kind, name = ("Deployment", parent) if parent else ("ReplicaSet", ref[1])
-            elif ref is not None and ref[0] in ("Job", "StatefulSet"):
+            elif ref is not None and (ref[0], ns_of(pod), ref[1]) in owners:
                 kind, name = ref
             _add(found, Stuck(ns_of(pod), name, kind, 1, _gpu_count(pod), _created(pod)))
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
@@ -257,11 +264,15 @@ def _add(found: dict[tuple[str, str], Stuck], item: Stuck) -> None:
 
 class SweepSource:
     """A ClusterSource for one sweep: everything is read from `source`, except that events are
-    listed once, cluster-wide, and served to every triage from that list."""
+    listed once, cluster-wide, and served to every triage from that list; `sweep_memo` lets
+    the layers share work across the sweep's triages."""
 
     def __init__(self, source: ClusterSource) -> None:
         self._source = source
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+        # Work the layers share across the sweep's triages (the stack view, node evaluations
+        # of pods of one shape): they all see one state of the cluster.
+        self.sweep_memo: dict[Hashable, Any] = {}
 
     def __getattr__(self, name: str) -> Any:  # as_of, staleness_note, memo, default_namespace
         return getattr(self._source, name)
@@ -369,16 +380,14 @@ def _pools(source: ClusterSource, labels: Iterable[str]) -> PoolOf:
 
 
 def _blocking(report: TriageReport, pool_of: PoolOf) -> list[str]:
-    """The objects a cause is about: nodes for the node layers, pools for a full or cordoned
-    pool, and the quota, queue, label or taint the failing signals name."""
+    """The objects a cause is about, as its group key: the pools of the nodes where it blocks
+    (pods differ in which nodes of a pool they may use, not in why: one driver crash across a
+    pool is one cause), and the quota, queue, label or request the failing signals name."""
     cause = report.cause
     if cause is None:
         return []
     objects = list(cause.objects)
-    if cause.layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
-        return [*objects, *(f"node {n}" for n in sorted(cause.nodes))]
-    if cause.layer == Layer.SCHEDULING and cause.nodes:
-        # Full or cordoned nodes: pods differ in which nodes they tried, not in why.
+    if cause.nodes:
         pools = sorted({pool_of(n) for n in cause.nodes})
         return [*objects, *(f"pool {p}" for p in pools)]
     if cause.layer == Layer.QUOTA and not objects:
@@ -415,6 +424,10 @@ def _group(
     report = rows[0][1]
     assert report.failing_layer is not None and report.cause is not None
     blocking = _blocking(report, pool_of)
+    if report.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
+        # The broken nodes themselves are the platform's to fix: name every one.
+        nodes = sorted({n for _, r in rows if r.cause is not None for n in r.cause.nodes})
+        blocking += [f"node {n}" for n in nodes]
     owners = {r.owner for _, r in rows}
     # Members whose namespaces route to different teams: the cause is shared, so it goes to
     # the owner of the layer (or of the signal), not to one tenant's team.

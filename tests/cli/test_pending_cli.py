@@ -22,7 +22,10 @@ def test_all_namespaces_text_leads_with_the_totals_and_the_largest_cause() -> No
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("13 stuck GPU workload(s), 38 GPU(s) waiting, 5 cause(s)")
-    assert lines[2].startswith("1. driver: NVIDIA driver pods failing: 2 node(s): gpu-a100-01")
+    assert lines[2].startswith(
+        "1. driver: NVIDIA driver pods failing: pool gpu-triage.io/node-pool=a100"
+    )
+    assert "2 node(s): gpu-a100-01, gpu-a100-02" in lines[2]
     assert "owner gpu-infrastructure (#gpu-infra)" in lines[3]
     assert "drill in: gpu-triage why-pending" in p.stdout
 

@@ -30,7 +30,9 @@ def test_workloads_with_one_cause_form_one_group_across_tenants(fleet: Sweep) ->
         "team-vision/resnet-train", "research/fold-a100", "team-vision/vit-sweep",
         "research/md-sim", "team-vision/notebook-ana",
     }  # fmt: skip
-    assert driver.blocking == ["node gpu-a100-01", "node gpu-a100-02"]
+    assert driver.blocking == [
+        "pool gpu-triage.io/node-pool=a100", "node gpu-a100-01", "node gpu-a100-02"
+    ]  # fmt: skip
     assert driver.gpus == 2 + 4 + 2 * 1 + 2 + 1
     assert driver.owner is not None and driver.owner.team == "gpu-infrastructure"
     full = by_cause[(Layer.SCHEDULING, "scheduling.insufficient")]

@@ -12,10 +12,11 @@ two views every layer shares: the cluster's GPU stacks and the health of each no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 from triage.cluster.events import Event, sorted_events
 from triage.cluster.memo import IdentityMemo
@@ -52,6 +53,9 @@ class Context:
         self.unknowns: list[Unknown] = []
         self.notes: list[str] = []
         self.healths = NodeHealths(self.memo, now=now, grace_minutes=config.node_join_grace_minutes)
+        # Work shared by the triages of one fleet sweep, which see one state of the cluster
+        # (`triage.fleet.SweepSource`); None for a triage of its own.
+        self.shared: dict[Hashable, Any] | None = getattr(source, "sweep_memo", None)
 
     # --- reads that never raise for a missing permission ------------------------------------
 
@@ -121,14 +125,24 @@ class Context:
     def view(self) -> StackView:
         """The cluster's GPU stacks, remembered until a GPU component or its pods change."""
 
+        if self.shared is not None and "stack-view" in self.shared:
+            view, unknowns = self.shared["stack-view"]
+            self.unknowns.extend(unknowns)
+            return view  # type: ignore[no-any-return]
+        missing: list[Unknown] = []
+
         def read(kind: str, namespace: str | None) -> list[Obj] | None:
             try:
                 return self.source.objects(kind, namespace=namespace)
             except ForbiddenError as e:
-                self.unknowns.append(Unknown(Layer.DRIVER, str(e)))
+                missing.append(Unknown(Layer.DRIVER, str(e)))
                 return None
 
-        return load_view(read, override=self.config.operator_namespace, memo=self.memo)
+        view = load_view(read, override=self.config.operator_namespace, memo=self.memo)
+        self.unknowns.extend(missing)
+        if self.shared is not None:
+            self.shared["stack-view"] = (view, missing)
+        return view
 
 
 LayerCheck = Callable[[Context], Outcome]

@@ -9,6 +9,7 @@ would stop a pod once created, never blocking.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from triage.cluster.objects import Obj, meta, name_of, ns_of
@@ -44,10 +45,20 @@ def check(ctx: Context) -> Outcome:
         only |= {n for n, roles in stacks.pods_by_node.items() if "dra-plugin" in roles}
     filters = _filters(ctx, pod, nodes, usage)
     pod_level = filters.pod_level() if filters is not None else []
-    placement = Placement(
-        pod=pod, requests=pod_requests(pod), dra=claims.node, only_nodes=only, filters=filters
+    requests = pod_requests(pod)
+    shape = (
+        _shape(pod, requests) if filters is None and claims.node is None and only is None else None
     )
-    evaluation = placement.evaluate(nodes, ctx.healths.all(nodes, stacks), usage)
+    shared = ctx.shared if shape is not None else None
+    if shared is not None and shape in shared:
+        placement, evaluation = shared[shape]
+    else:
+        placement = Placement(
+            pod=pod, requests=requests, dra=claims.node, only_nodes=only, filters=filters
+        )
+        evaluation = placement.evaluate(nodes, ctx.healths.all(nodes, stacks), usage)
+        if shared is not None:
+            shared[shape] = (placement, evaluation)
     signals = pod_level + scheduling_signals(
         pod=pod,
         placement=placement,
@@ -68,6 +79,18 @@ def check(ctx: Context) -> Outcome:
             s.blocking = False
             s.summary = f"once created: {s.summary}"
     return out
+
+
+def _shape(pod: Obj, requests: Mapping[str, int]) -> tuple[str, str] | None:
+    """What a node evaluation depends on, for a pod no filter plugin or claim applies to:
+    pods of one shape get the same evaluation within a sweep. None for a pod bound by name."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return None
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity")
+    raw = [spec.get("nodeSelector"), affinity, spec.get("tolerations"), sorted(requests.items()),
+           bool(spec.get("resourceClaims"))]  # fmt: skip
+    return ("placement", json.dumps(raw, sort_keys=True, default=str))
 
 
 def _usage(ctx: Context) -> Mapping[str, NodeUsage]:

@@ -65,8 +65,7 @@ def no_candidate_signal(
             evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
     if sched_line:
         evidence.insert(0, sched_line)
-    all_nodes = [node for pool in nodes.excluded.values() for node, _ in pool]
-    missing = _unmatched_labels(pod, all_nodes)
+    missing = _unmatched_labels(pod, nodes)
     summary = no_candidate_summary(code, gpu, missing=missing)
     if fitting:  # name the nearest miss: the node that passes the constraints
         (near, health), category = next(
@@ -88,12 +87,17 @@ def _exclusion_code(category: str) -> str:
     return EXCLUSION_CODE.get(category, "scheduling.selector-mismatch")
 
 
-def _unmatched_labels(pod: Obj, nodes: list[Obj]) -> list[str]:
+def _unmatched_labels(pod: Obj, nodes: Evaluation) -> list[str]:
     """The pod's nodeSelector pairs that no node in the cluster carries."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    return [
-        f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in nodes)
-    ]
+    key = ("unmatched", tuple(sorted(selector.items())))
+    found = nodes.derived.get(key)
+    if found is None:
+        every = [node for pool in nodes.excluded.values() for node, _ in pool]
+        found = nodes.derived[key] = [
+            f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in every)
+        ]
+    return list(found)  # type: ignore[call-overload,no-any-return]
 
 
 def no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) -> str:

@@ -75,6 +75,14 @@ class Evaluation:
         # (category, is a GPU node) -> nodes the pod could never use, in order of first sight
         self.excluded: dict[tuple[str, bool], list[tuple[Obj, NodeHealth]]] = {}
         self.side: list[tuple[str, NodeHealth]] = []  # broken GPU nodes among the excluded
+        # Answers derived from this evaluation alone, kept for the triages that share it.
+        self.derived: dict[object, object] = {}
+
+    def short_names(self) -> list[str]:
+        names = self.derived.get("short-names")
+        if names is None:
+            names = self.derived["short-names"] = [h.name for h, _ in self.short]
+        return names  # type: ignore[return-value]
 
     def short_fits(self, count: int) -> list[NodeFit]:
         """The first `count` nodes short of free resources, as fits that can describe it."""

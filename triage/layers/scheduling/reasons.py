@@ -194,7 +194,7 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
     ]
     if blocked_now and nodes.short:
         shown = nodes.short_fits(SHOWN)
-        names = [h.name for h, _ in nodes.short]
+        names = list(nodes.short_names())
         groups.append((Layer.SCHEDULING, "scheduling.insufficient", len(names), shown, names))
     for layer, code, n, group, names in sorted(
         groups, key=lambda g: (g[0].rank, g[1] not in _FIRST, g[1] not in AFTER_FIT, -g[2], g[1])
