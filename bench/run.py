@@ -70,6 +70,25 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
+def fleet(cache: CachedSource, single_p50: float) -> None:
+    """The fleet view: every stuck GPU workload triaged and grouped, twice (the first sweep
+    after the cache synced, then a repeat), with the API requests each sent."""
+    from triage.fleet import sweep
+    from triage.playbooks import load_playbook
+
+    playbook = load_playbook()
+    for title in ("first", "repeat"):
+        before = cache.client.requests
+        t = time.perf_counter()
+        result = sweep(cache, playbook=playbook)
+        seconds = time.perf_counter() - t
+        per = seconds * 1000 / max(result.workloads, 1)
+        print(f"fleet sweep ({title}): {seconds:.2f}s for {result.workloads} stuck workloads in "
+              f"{len(result.groups)} groups, {result.gpus} GPUs waiting; API requests "
+              f"{cache.client.requests - before}; {per:.2f} ms per workload (single-pod warm "
+              f"p50 {single_p50:.2f} ms)  RSS {rss_mb():.0f} MB")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
@@ -140,6 +159,8 @@ def main() -> None:
             return pct(times, 50)
 
         p50 = warm("warm")
+        if label == "triage.triage":
+            fleet(cache, p50)
         if args.churn > 0:
             server.stdin.write("churn\n")
             server.stdin.flush()

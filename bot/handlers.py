@@ -351,6 +351,9 @@ class Handlers:
         lines += [
             msg.stats_line(label=f"{layer.value}", count=n) for layer, n in s.by_layer.items()
         ]
+        if self.viewer(asker).operator:  # group counts span every tenant
+            groups = self.store.groups.counts()
+            lines.append(msg.stats_line(label="root-cause groups open", count=groups["open"]))
         self.say(asker, "\n".join(lines))
 
 

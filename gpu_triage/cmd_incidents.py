@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls.add_argument("--status", choices=[s.value for s in IncidentStatus], help="filter by status")
     ls.add_argument("--layer", choices=[layer.value for layer in Layer], help="filter by layer")
     ls.add_argument("--limit", type=_positive, default=50, help="at most N incidents (default 50)")
+    ls.add_argument(
+        "--groups", action="store_true", help="list root-cause groups (the fleet view's alerts)"
+    )
     _common(ls)
     ls.set_defaults(handler=_list)
 
@@ -93,7 +96,39 @@ def _upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _list_groups(args: argparse.Namespace) -> int:
+    status = {"open": "open", "acknowledged": "open", "resolved": "resolved"}.get(args.status or "")
+    with _open(args) as store:
+        items = store.groups.list(status=status, limit=args.limit)
+    if args.layer:
+        items = [g for g in items if g.layer.value == args.layer]
+    if args.format == "json":
+        _json([g.model_dump(mode="json") for g in items])
+        return 0
+    if not items:
+        print("No root-cause groups (they are recorded by the bot's watch mode: --alerts).")
+        return 0
+    rows = [["GROUP", "STATUS", "LAYER", "CAUSE", "WORKLOADS", "GPUS", "OPENED (UTC)", "THREAD"]]
+    for g in items:
+        rows.append(
+            [
+                f"g{g.id}",
+                g.status,
+                g.layer.value,
+                g.cause if len(g.cause) <= 70 else g.cause[:67] + "...",
+                str(g.workloads),
+                str(g.gpus),
+                _time(g.opened_at, seconds=False),
+                g.channel or "-",
+            ]
+        )
+    print(_table(rows, right={4, 5}))
+    return 0
+
+
 def _list(args: argparse.Namespace) -> int:
+    if args.groups:
+        return _list_groups(args)
     status = IncidentStatus(args.status) if args.status else None
     layer = Layer(args.layer) if args.layer else None
     with _open(args) as store:
@@ -143,10 +178,12 @@ def _show(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
         stats = store.stats()
+        groups = store.groups.counts()
     if args.format == "json":
-        _json(stats.model_dump(mode="json"))
+        _json({**stats.model_dump(mode="json"), "groups": groups})
         return 0
     print(_stats_text(stats))
+    print(f"root-cause groups: {groups['open']} open, {groups['resolved']} resolved")
     return 0
 
 

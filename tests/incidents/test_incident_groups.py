@@ -101,3 +101,27 @@ def test_replicas_syncing_at_once_report_each_change_once(db_url: str, groups: l
     finally:
         for s in stores:
             s.close()
+
+
+def test_incidents_and_stats_commands_show_the_groups(sqlite_url: str, groups: list[Group]) -> None:
+    import json
+    import subprocess
+    import sys
+
+    with IncidentStore.from_url(sqlite_url) as store:
+        store.upgrade()
+        store.groups.sync("c1", groups)
+        store.groups.sync("c1", groups[1:])
+    gpu_triage = str(Path(sys.executable).with_name("gpu-triage"))
+    listed = subprocess.run(
+        [gpu_triage, "incidents", "--groups", "--database-url", sqlite_url],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].split()[:4] == ["GROUP", "STATUS", "LAYER", "CAUSE"]
+    assert "NVIDIA driver pods failing" in listed.stdout and "resolved" in listed.stdout
+    stats = subprocess.run(
+        [gpu_triage, "stats", "--database-url", sqlite_url, "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert json.loads(stats.stdout)["groups"] == {"open": len(groups) - 1, "resolved": 1}
