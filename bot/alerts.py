@@ -140,6 +140,11 @@ class Alerter:
     def cycle(self, sweep: Sweep) -> CycleResult:
         """Sync the sweep's groups and act on what changed (see the module docstring)."""
         out = CycleResult()
+        if sweep.errors:
+            # Workloads that could not be triaged would read as groups gone: resolve nothing
+            # on a partial picture; the next sweep tries again.
+            out.held.append(f"sweep incomplete ({len(sweep.errors)} not triaged): no changes")
+            return out
         now = self.clock()
         current = {g.key: g for g in sweep.groups}
         for change in self.groups.sync(sweep.cluster, sweep.groups):

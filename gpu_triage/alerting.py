@@ -43,6 +43,10 @@ class AlertLoop:
     def once(self) -> CycleResult | None:
         """One sweep and alert cycle; None when it failed (the reason is logged)."""
         try:
+            ready = getattr(self.service.source_for(None), "wait_synced", None)
+            if callable(ready) and not ready(0):
+                log.info("alert cycle skipped: the cluster cache is still syncing")
+                return None  # a half-synced cache would resolve groups that still exist
             sweep = self.service.sweep(cluster=None)
             result = self.alerter.cycle(sweep)
         except Exception as e:  # the next interval tries again; the bot keeps answering

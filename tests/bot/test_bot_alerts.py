@@ -150,3 +150,41 @@ def test_a_bad_alerts_file_is_one_line(tmp_path: Path) -> None:
         load_alerts(bad)
     with pytest.raises(AlertConfigError, match=r"no-such\.yaml"):
         load_alerts(tmp_path / "no-such.yaml")
+
+
+def test_an_incomplete_sweep_resolves_nothing(
+    fake: FakeSlack, store: IncidentStore, fleet: Sweep
+) -> None:
+    a = alerter(fake, store)
+    a.cycle(fleet)
+    broken = fleet.model_copy(update={"groups": [], "errors": ["team-a/x: cluster unreachable"]})
+    result = a.cycle(broken)
+    assert result.resolved == 0 and not fake.of("chat.update") and result.held
+    assert len(store.groups.list(status="open")) == len(fleet.groups)
+
+
+def test_the_watch_loop_survives_an_unreachable_cluster_and_counts_alerts(
+    fake: FakeSlack, store: IncidentStore
+) -> None:
+    from gpu_triage.alerting import AlertLoop
+    from gpu_triage.metrics import Metrics
+    from gpu_triage.service import TriageService
+    from triage import UnavailableError
+
+    state = {"up": False}
+
+    def source_for(cluster: str | None):  # type: ignore[no-untyped-def]
+        if not state["up"]:
+            raise UnavailableError("cannot reach the Kubernetes API at https://10.0.0.1")
+        return load_snapshot(FIXTURE)
+
+    metrics = Metrics(store=store)
+    service = TriageService(source_for=source_for, store=store, metrics=metrics)
+    loop = AlertLoop(service=service, alerter=alerter(fake, store), metrics=metrics, interval=60)
+    assert loop.once() is None  # logged, retried next interval
+    state["up"] = True
+    result = loop.once()
+    assert result is not None and result.posted == 2
+    body = metrics.render()[0].decode()
+    assert 'alerts_total{action="posted"} 2.0' in body
+    assert 'stuck_gpu_workloads{layer="driver"} 5.0' in body
