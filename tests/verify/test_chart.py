@@ -160,3 +160,27 @@ def test_helm_template_renders_both_ways() -> None:
         assert next(d for d in docs if d["kind"] == "RoleBinding")["roleRef"]["kind"] == "Role"
         role = next(d for d in docs if d["kind"] == "ClusterRole")
         assert role["rules"][: len(expected_read_rules())] == expected_read_rules()
+
+
+@pytest.mark.skipif(
+    shutil.which("helm") is None,
+    reason="helm is not on PATH (make test installs it through .ci/tools)",
+)
+def test_alerts_values_reach_the_bot_as_a_file_it_can_load(tmp_path: Path) -> None:
+    from bot.alerts import load_alerts
+
+    alerts = "interval_seconds: 30\nchannels:\n  '#gpu-infra': {quiet_hours: '22:00-07:00'}\n"
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"alerts": alerts}))
+    out = subprocess.run(
+        ["helm", "template", "t", str(CHART), "-f", str(values)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    config = next(d for d in docs if d["kind"] == "ConfigMap")
+    (tmp_path / "alerts.yaml").write_text(config["data"]["alerts.yaml"])
+    assert load_alerts(tmp_path / "alerts.yaml").interval_seconds == 30
+    pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["GPU_TRIAGE_ALERTS"] == "/etc/gpu-triage/alerts.yaml"
+    assert any(v["name"] == "config" for v in pod["volumes"])
