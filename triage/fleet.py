@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
-from triage.cluster.events import parse_time
+from triage.cluster.events import by_subject, parse_time
 from triage.cluster.objects import Obj, meta, name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, NotFoundError, SourceError
@@ -292,13 +292,7 @@ class SweepSource:
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         if self._events is None:
-            self._events = {}
-            for ev in self._source.objects("Event"):
-                ref = ev.get("involvedObject") or ev.get("regarding") or {}
-                ev_ns = ref.get("namespace") or ns_of(ev)
-                self._events.setdefault(
-                    (ev_ns, ref.get("kind", ""), ref.get("name", "")), []
-                ).append(ev)
+            self._events = by_subject(self._source.objects("Event"))
         return list(self._events.get((namespace, kind, name), []))
 
 

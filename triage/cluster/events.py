@@ -68,3 +68,17 @@ def sorted_events(raw: Iterable[Obj]) -> list[Event]:
     evs = [normalise_event(e) for e in raw]
     epoch = datetime.min.replace(tzinfo=UTC)
     return sorted(evs, key=lambda e: e.last_seen or epoch, reverse=True)
+
+
+EventKey = tuple[str, str, str]  # (namespace, kind, name) of the object an event is about
+
+
+def by_subject(events: Iterable[Obj]) -> dict[EventKey, list[Obj]]:
+    """Events indexed by the object they are about (involvedObject, or `regarding` for
+    events.k8s.io/v1), the namespace falling back to the event's own."""
+    index: dict[EventKey, list[Obj]] = {}
+    for ev in events:
+        ref = ev.get("involvedObject") or ev.get("regarding") or {}
+        ns = ref.get("namespace") or meta(ev).get("namespace", "")
+        index.setdefault((ns, ref.get("kind", ""), ref.get("name", "")), []).append(ev)
+    return index

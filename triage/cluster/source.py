@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Protocol
 
+from triage.cluster.events import by_subject
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
 from triage.cluster.usage import NodeUsage, usage_of
@@ -205,12 +206,7 @@ class MemorySource:
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         if self._events is None:
-            self._events = {}
-            for ev in self._by_kind["Event"].values():
-                ref = ev.get("involvedObject") or ev.get("regarding") or {}
-                ev_ns = ref.get("namespace") or (ev.get("metadata") or {}).get("namespace", "")
-                k = (ev_ns, ref.get("kind", ""), ref.get("name", ""))
-                self._events.setdefault(k, []).append(ev)
+            self._events = by_subject(self._by_kind["Event"].values())
         return list(self._events.get((namespace, kind, name), []))
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
