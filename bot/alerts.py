@@ -110,7 +110,7 @@ def load_alerts(path: str | Path) -> AlertConfig:
 
 class GroupBookLike(Protocol):
     def sync(self, cluster: str, groups: Iterable[Group]) -> list[GroupChange]: ...
-    def find(self, cluster: str, key: str) -> GroupIncident | None: ...
+    def open_by_key(self, cluster: str) -> dict[str, GroupIncident]: ...
     def claim_post(self, group_id: int, *, channel: str) -> GroupIncident | None: ...
     def release_post(self, group_id: int) -> None: ...
     def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
@@ -152,16 +152,18 @@ class Alerter:
                 self._changed(change, current[change.group.key], now, out)
             elif change.kind == "resolved":
                 self._resolved(change.group, out)
+        stored = self.groups.open_by_key(sweep.cluster)
         for group in sweep.groups:
-            self._maybe_post(sweep.cluster, group, now, out)
+            self._maybe_post(stored.get(group.key), group, now, out)
         return out
 
-    def _maybe_post(self, cluster: str, group: Group, now: datetime, out: CycleResult) -> None:
+    def _maybe_post(
+        self, row: GroupIncident | None, group: Group, now: datetime, out: CycleResult
+    ) -> None:
         channel = group.owner.channel if group.owner else None
         rule = self.config.rule(channel)
         if rule is None or channel is None:
             return  # that channel has not asked for alerts
-        row = self.groups.find(cluster, group.key)
         if row is None or row.posted_at is not None:
             return
         if group.workloads < rule.min_workloads or group.gpus < rule.min_gpus:

@@ -197,6 +197,14 @@ class GroupBook:
             ).first()
             return None if row is None else _value(row)
 
+    def open_by_key(self, cluster: str) -> dict[str, GroupIncident]:
+        """Every open group of `cluster`, by cause key (one read)."""
+        with self._guard(), self._read() as session:
+            rows = session.scalars(
+                select(GroupRow).where(GroupRow.cluster == cluster, GroupRow.status == OPEN)
+            ).all()
+            return {r.key: _value(r) for r in rows}
+
     def list(
         self, *, status: str | None = None, cluster: str | None = None, limit: int = 50
     ) -> builtins.list[GroupIncident]:
