@@ -13,17 +13,16 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from kube.client import RawClient, load_client
 from kube.informer import Informer
 from kube.live import LiveSource, events_for, kind_type
-from kube.usage import UsageIndex
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
 from triage.cluster.source import KINDS, UnavailableError
-from triage.cluster.usage import NodeUsage
+from triage.cluster.usage import NodeUsage, UsageIndex
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
 
@@ -122,8 +121,10 @@ class CachedSource:
 
     def _informer(self, kind: str) -> Informer | None:
         """The informer to read `kind` from, or None when reads must go to the API."""
-        kind_type(kind)
         inf = self._informers.get(kind)
+        if inf is not None and inf.state == "synced" and inf.synced.is_set():
+            return inf  # the common case, on every read: no lock, no wait
+        kind_type(kind)
         if inf is None:
             return None
         self.start()
@@ -159,6 +160,12 @@ class CachedSource:
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         return events_for(self.client, namespace=namespace, kind=kind, name=name)
+
+    def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
+        """Objects filed under `key` in an index of `triage.cluster.indexes`, kept current
+        by the watch; None when `kind` is read from the API (the caller scans)."""
+        inf = self._informer(kind)
+        return None if inf is None else inf.indexed(index, key)
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._informer("Pod") is None:
@@ -201,6 +208,11 @@ class CachedSource:
             )
             for kind, inf in self._informers.items()
         ]
+
+    def resource_version(self, kind: str) -> str:
+        """How far the cache of `kind` has read the API: the last resourceVersion applied."""
+        inf = self._informers.get(kind)
+        return inf.resource_version if inf is not None else ""
 
     def stats(self) -> dict[str, int]:
         """Objects cached per kind, API requests sent and relists after 410 Gone so far (for

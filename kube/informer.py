@@ -20,6 +20,7 @@ from kube.client import GoneError, RawClient
 from kube.fastjson import loads
 from kube.live import list_objects
 from kube.slim import projection
+from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError, key
 
@@ -55,6 +56,11 @@ class Informer:
         self._lock = threading.Lock()
         self._items: dict[Key, Obj] = {}
         self._by_ns: dict[str, dict[str, Obj]] = {}
+        # Indexes of triage.cluster.indexes, built on first use and kept current; while one
+        # is being built off the lock, the changes meanwhile queue in `_catching_up`.
+        self._indexes: dict[str, Index] = {}
+        self._catching_up: dict[str, list[tuple[Obj | None, Obj | None]] | None] = {}
+        self._index_lock = threading.Lock()
         self._rv = ""
         self.state: State = "starting"
         self.error: SourceError | None = None
@@ -80,6 +86,36 @@ class Informer:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion of the last list or change applied (or bookmark seen)."""
+        return self._rv
+
+    def indexed(self, index: str, key: object) -> list[Obj]:
+        """The objects filed under `key` in `index` (one of `triage.cluster.indexes.INDEXERS`
+        for this kind). The first call builds the index without holding up the watch."""
+        with self._lock:
+            built = self._indexes.get(index)
+            if built is not None:
+                return built.get(key)
+        with self._index_lock:  # one builder per informer
+            while True:
+                with self._lock:
+                    built = self._indexes.get(index)
+                    if built is not None:
+                        return built.get(key)
+                    items = list(self._items.values())
+                    self._catching_up[index] = []
+                built = Index(INDEXERS[(self.rt.kind, index)], items)
+                with self._lock:
+                    pending = self._catching_up.pop(index)
+                    if pending is None:
+                        continue  # relisted meanwhile: build again from the new list
+                    for old, new in pending:
+                        built.update(old, new)
+                    self._indexes[index] = built
+                    return built.get(key)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -155,7 +191,13 @@ class Informer:
         for (ns, name), obj in items_by_key.items():
             by_ns.setdefault(ns, {})[name] = obj
         with self._lock:
+            names = list(self._indexes)
+        indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}
+        with self._lock:
             self._items, self._by_ns, self._rv = items_by_key, by_ns, rv
+            self._indexes = indexes  # one built meanwhile from the old list is dropped
+            for name in self._catching_up:  # a build in progress starts again
+                self._catching_up[name] = None
         if self._on_replace is not None:
             self._on_replace(items)
         self.state = "absent" if not rv else "synced"
@@ -201,6 +243,11 @@ class Informer:
         k = key(new)
         with self._lock:
             old = self._items.get(k)
+            if etype == "MODIFIED" and old is not None and _unchanged(old, new):
+                # A heartbeat, or a status write of something the cache does not keep: the
+                # stored object stays, so everything remembered by its identity stays valid.
+                self._rv = rv or self._rv
+                return
             if etype == "DELETED":
                 self._items.pop(k, None)
                 self._by_ns.get(k[0], {}).pop(k[1], None)
@@ -209,6 +256,28 @@ class Informer:
                 self._items[k] = new
                 self._by_ns.setdefault(k[0], {})[k[1]] = new
                 new_value = new
+            for built in self._indexes.values():
+                built.update(old, new_value)
+            for pending in self._catching_up.values():
+                if pending is not None:
+                    pending.append((old, new_value))
             self._rv = rv or self._rv
         if self._on_change is not None:
             self._on_change(old, new_value)
+
+
+def _unchanged(old: Obj, new: Obj) -> bool:
+    """Equal but for metadata.resourceVersion."""
+    if old.keys() != new.keys():
+        return False
+    for k, v in new.items():
+        if k != "metadata":
+            if old[k] != v:
+                return False
+            continue
+        m_old, m_new = old[k] or {}, v or {}
+        if m_old.keys() - {"resourceVersion"} != m_new.keys() - {"resourceVersion"}:
+            return False
+        if any(m_old.get(f) != x for f, x in m_new.items() if f != "resourceVersion"):
+            return False
+    return True

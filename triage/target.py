@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from triage.cluster.indexes import owned_pods
 from triage.cluster.objects import Obj, meta, name_of, owner, pod_problem
 from triage.cluster.source import ClusterSource, ForbiddenError, NotFoundError
 from triage.names import validate_name, validate_namespace
@@ -37,19 +38,6 @@ def _owned_by(obj: Obj, kind: str, name: str) -> bool:
         r.get("kind") == kind and r.get("name") == name
         for r in meta(obj).get("ownerReferences") or []
     )
-
-
-def _owned_pods(pods: list[Obj], owners: set[tuple[str, str]]) -> list[Obj]:
-    """The pods with an owner reference to one of `owners` ((kind, name)). A namespace may hold
-    thousands of pods, so the name is checked first."""
-    names = {name for _, name in owners}
-    out = []
-    for p in pods:
-        for ref in (p.get("metadata") or {}).get("ownerReferences") or ():
-            if ref.get("name") in names and (ref.get("kind"), ref.get("name")) in owners:
-                out.append(p)
-                break
-    return out
 
 
 def _owner_chain(source: ClusterSource, namespace: str, obj: Obj) -> list[Obj]:
@@ -116,7 +104,7 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
                 for rs in source.objects("ReplicaSet", namespace=namespace)
                 if _owned_by(rs, "Deployment", name)
             }
-        pods = _owned_pods(source.objects("Pod", namespace=namespace), owners)
+        pods = owned_pods(source, namespace=namespace, owners=sorted(owners))
         picked = _pick(pods)
         if picked is not None:
             chain = _owner_chain(source, namespace, picked) or chain

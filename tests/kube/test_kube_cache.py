@@ -202,7 +202,7 @@ def test_registry_keeps_one_cache_per_context(tmp_path: Path) -> None:
 
 
 def test_usage_index_equals_recomputation() -> None:
-    from kube.usage import UsageIndex
+    from triage.cluster.usage import UsageIndex
 
     index = UsageIndex()
     pods: dict[str, Obj] = {}
@@ -289,3 +289,105 @@ def test_metrics_tell_a_forbidden_kind_from_a_broken_watch(
         assert m[("cluster_cache_watch_state", kind_labels("Node", state="synced"))] == 1
     finally:
         src.close()
+
+
+def _owned(name: str, job: str, *, phase: str = "Running", ns: str = "team-0") -> Obj:
+    p = pod(name, node="n0" if phase == "Running" else None, gpu=1, ns=ns, phase=phase)
+    p["metadata"]["ownerReferences"] = [{"kind": "Job", "name": job, "controller": True}]
+    return p
+
+
+def indexes_of(src: object) -> tuple[list[str], list[str], list[str]]:
+    """A Job's pods, the troubled pods of one namespace and of the whole cluster."""
+    from triage.cluster.indexes import owned_pods, troubled_pods
+
+    def names(objs: list[Obj]) -> list[str]:
+        return sorted(f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in objs)
+
+    return (
+        names(owned_pods(src, namespace="team-0", owners=[("Job", "train")])),
+        names(troubled_pods(src, namespace="team-0")),
+        names(troubled_pods(src, namespace=None)),
+    )
+
+
+def test_indexes_follow_the_watch_and_relists(
+    api: FakeApiServer, cache: CachedSource, kubeconfig: str
+) -> None:
+    """The Job -> pods and troubled-pods indexes answer what a scan of a fresh list answers,
+    through adds, updates, deletes and a relist, whether built before or after them."""
+    api.apply(_owned("train-a", "train"))
+    api.apply(_owned("train-b", "train", phase="Pending"))
+    wait_for(lambda: cache.get("Pod", "train-b", namespace="team-0") is not None)
+
+    def agrees() -> bool:
+        return indexes_of(cache) == indexes_of(MemorySource(fresh(kubeconfig).objects("Pod")))
+
+    assert indexes_of(cache) == (
+        ["team-0/train-a", "team-0/train-b"], ["team-0/train-b"], ["team-0/train-b"]
+    )  # fmt: skip
+    api.apply(_owned("train-a", "train", phase="Pending"))  # evicted, waiting again
+    api.apply(_owned("train-c", "train", phase="Pending", ns="team-1"))  # other namespace
+    api.delete("Pod", "train-b", namespace="team-0")
+    api.apply(_owned("other", "eval"))
+    wait_for(agrees)
+    assert indexes_of(cache)[0] == ["team-0/train-a"]
+    assert indexes_of(cache)[2] == ["team-0/train-a", "team-1/train-c"]
+    api.apply(_owned("missed", "train", phase="Pending"), record=False)  # only a relist sees it
+    api.compact()
+    api.drop_watches()
+    wait_for(lambda: cache._informers["Pod"].relists >= 1)
+    wait_for(agrees)
+    assert "team-0/missed" in indexes_of(cache)[0]
+
+
+def test_an_index_built_while_the_watch_applies_changes_misses_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first `indexed` call builds the index off the informer's lock; changes the watch
+    applies meanwhile are caught up before the index is used."""
+    import kube.informer as informer_mod
+    from triage.cluster.indexes import POD_OWNER
+    from triage.cluster.source import KINDS
+
+    inf = informer_mod.Informer(None, KINDS["Pod"])  # type: ignore[arg-type]
+    for name in ("a", "b"):
+        obj = _owned(f"train-{name}", "train")
+        inf._items[("team-0", obj["metadata"]["name"])] = obj
+    real = informer_mod.Index
+
+    class Slow(real):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            if not getattr(Slow, "done", False):  # the watch moves on during the build
+                Slow.done = True
+                inf._apply({"type": "ADDED", "object": _owned("train-c", "train")})
+                inf._apply({"type": "DELETED", "object": _owned("train-a", "train")})
+
+    monkeypatch.setattr(informer_mod, "Index", Slow)
+    got = inf.indexed(POD_OWNER, ("team-0", "Job", "train"))
+    assert sorted(p["metadata"]["name"] for p in got) == ["train-b", "train-c"]
+
+
+def test_a_heartbeat_keeps_the_cached_node_and_a_real_change_replaces_it(
+    api: FakeApiServer, cache: CachedSource
+) -> None:
+    """Kubelets rewrite their node's heartbeat times every few minutes: the cache keeps the
+    object it holds (everything remembered by its identity stays valid), and still takes
+    every change the engine reads."""
+    beat = node("n1")
+    beat["status"]["conditions"] = [
+        {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-05T10:00:00Z"}
+    ]
+    api.apply(beat)
+    wait_for(lambda: (cache.get("Node", "n1") or {}).get("status", {}).get("conditions"))
+    held = cache.get("Node", "n1")
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-12-05T10:05:00Z"
+    api.apply(beat)
+    rv = str(api.rv)
+    wait_for(lambda: cache.resource_version("Node") == rv)
+    assert cache.get("Node", "n1") is held
+    beat["spec"]["unschedulable"] = True
+    api.apply(beat)
+    wait_for(lambda: (cache.get("Node", "n1") or {}).get("spec", {}).get("unschedulable"))
+    assert cache.get("Node", "n1") is not held

@@ -7,16 +7,17 @@ cheaply, and the engine reads only the fields it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Protocol
 
 from triage.cluster.events import by_subject
+from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
-from triage.cluster.usage import NodeUsage, usage_of
+from triage.cluster.usage import NodeUsage, UsageIndex
 
 
 @dataclass(frozen=True)
@@ -158,13 +159,42 @@ class MemorySource:
             kind = obj.get("kind")
             if kind in self._by_kind:
                 self._by_kind[kind][key(obj)] = obj
-        self._by_ns: dict[str, dict[str, list[Obj]]] = {k: {} for k in ALL_KINDS}
+        self._by_ns: dict[str, dict[str, dict[str, Obj]]] = {k: {} for k in ALL_KINDS}
         for kind, objs in self._by_kind.items():
-            for (ns, _), obj in objs.items():
-                self._by_ns[kind].setdefault(ns, []).append(obj)
-        self._usage: dict[str, NodeUsage] | None = None
+            for (ns, name), obj in objs.items():
+                self._by_ns[kind].setdefault(ns, {})[name] = obj
+        self._usage: UsageIndex | None = None
+        self._usage_now: dict[str, NodeUsage] | None = None
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+        self._indexes: dict[tuple[str, str], Index] = {}
         self.memo = IdentityMemo()
+
+    def put(self, obj: Obj) -> None:
+        """Add or replace one object, as a watch would: a new dict, the old one untouched."""
+        kind, (ns, name) = str(obj.get("kind")), key(obj)
+        self._change(kind, ns, name, obj)
+
+    def remove(self, kind: str, name: str, *, namespace: str | None = None) -> None:
+        self._change(kind, namespace or "", name, None)
+
+    def _change(self, kind: str, ns: str, name: str, new: Obj | None) -> None:
+        if kind not in self._by_kind:
+            return
+        old = self._by_kind[kind].pop((ns, name), None)
+        self._by_ns[kind].get(ns, {}).pop(name, None)
+        if new is not None:
+            self._by_kind[kind][(ns, name)] = new
+            self._by_ns[kind].setdefault(ns, {})[name] = new
+        for (indexed_kind, _), index in self._indexes.items():
+            if indexed_kind == kind:
+                index.update(old, new)
+        if kind == "Pod" and self._usage is not None:
+            self._usage.change(old, new)
+            self._usage_now = None
+        elif kind == "Event":
+            self._events = None
+        elif kind == "Node":
+            self.__dict__.pop("as_of", None)
 
     @property
     def cluster_name(self) -> str:
@@ -202,7 +232,7 @@ class MemorySource:
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
         if namespace is None:
             return list(self._by_kind.get(kind, {}).values())
-        return list(self._by_ns.get(kind, {}).get(namespace, []))
+        return list(self._by_ns.get(kind, {}).get(namespace, {}).values())
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         if self._events is None:
@@ -211,5 +241,17 @@ class MemorySource:
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._usage is None:
-            self._usage = usage_of(self._by_kind["Pod"].values())
-        return self._usage
+            self._usage = UsageIndex()
+            self._usage.replace(self._by_kind["Pod"].values())
+        if self._usage_now is None:
+            self._usage_now = self._usage.snapshot()
+        return self._usage_now
+
+    def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj]:
+        """The objects filed under `key` in an index of `triage.cluster.indexes`, built on
+        first use."""
+        built = self._indexes.get((kind, index))
+        if built is None:
+            built = Index(INDEXERS[(kind, index)], self._by_kind[kind].values())
+            self._indexes[(kind, index)] = built
+        return built.get(key)

@@ -1,7 +1,16 @@
-"""What the pods bound to each node request: the scheduler's view of a node's "used"."""
+"""What the pods bound to each node request: the scheduler's view of a node's "used".
+
+`usage_of` computes it from a list of pods; `UsageIndex` keeps it current from pod changes.
+Every triage needs "what is already allocated on each node"; recomputing it means walking all
+pods (150,000 at the Kubernetes scalability limit). The index keeps each pod's contribution
+and adjusts only the affected node on a change. Published `NodeUsage` values are replaced,
+never mutated, so `snapshot()` is a cheap shallow copy a reader may keep, and an unchanged
+node keeps its value (what a sweep compares by identity).
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -23,13 +32,77 @@ class NodeUsage:
 
 def usage_of(pods: Iterable[Obj]) -> dict[str, NodeUsage]:
     """Requests of non-terminated pods bound to each node: the scheduler's "used"."""
-    usage: dict[str, NodeUsage] = {}
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or pod_terminated(pod):
-            continue
-        u = usage.setdefault(node, NodeUsage())
-        for res, value in pod_requests(pod).items():
-            u.requests[res] = u.requests.get(res, 0) + value
-        u.pods.append(f"{ns_of(pod)}/{name_of(pod)}")
-    return usage
+    index = UsageIndex()
+    index.replace(pods)
+    return index.snapshot()
+
+
+Contribution = tuple[str, dict[str, int]]
+
+
+def contribution(pod: Obj) -> Contribution | None:
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node or pod_terminated(pod):
+        return None
+    return str(node), pod_requests(pod)
+
+
+class UsageIndex:
+    """`usage_of`, kept current pod change by pod change (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_pod: dict[tuple[str, str], Contribution] = {}
+        self._usage: dict[str, NodeUsage] = {}
+
+    def replace(self, pods: Iterable[Obj]) -> None:
+        """Rebuild from a full list (initial sync or relist)."""
+        by_pod: dict[tuple[str, str], Contribution] = {}
+        usage: dict[str, NodeUsage] = {}
+        for pod in pods:
+            c = contribution(pod)
+            if c is None:
+                continue
+            k = (ns_of(pod), name_of(pod))
+            by_pod[k] = c
+            u = usage.setdefault(c[0], NodeUsage())
+            for res, amount in c[1].items():
+                u.requests[res] = u.requests.get(res, 0) + amount
+            u.pods.append(f"{k[0]}/{k[1]}")
+        with self._lock:
+            self._by_pod, self._usage = by_pod, usage
+
+    def change(self, old: Obj | None, new: Obj | None) -> None:
+        gone = new if new is not None else old or {}
+        k = (ns_of(gone), name_of(gone))
+        c_new = contribution(new) if new is not None else None
+        with self._lock:
+            c_old = self._by_pod.pop(k, None)
+            if c_old == c_new:
+                if c_new is not None:
+                    self._by_pod[k] = c_new
+                return
+            ref = f"{k[0]}/{k[1]}"
+            if c_old is not None:
+                self._adjust(c_old, ref=ref, sign=-1)
+            if c_new is not None:
+                self._by_pod[k] = c_new
+                self._adjust(c_new, ref=ref, sign=1)
+
+    def _adjust(self, c: Contribution, *, ref: str, sign: int) -> None:
+        node, reqs = c
+        cur = self._usage.get(node) or NodeUsage()
+        requests = dict(cur.requests)
+        for res, amount in reqs.items():
+            requests[res] = requests.get(res, 0) + sign * amount
+            if requests[res] == 0:
+                del requests[res]
+        pods = [p for p in cur.pods if p != ref] if sign < 0 else [*cur.pods, ref]
+        if pods:
+            self._usage[node] = NodeUsage(requests=requests, pods=pods)
+        else:
+            self._usage.pop(node, None)
+
+    def snapshot(self) -> dict[str, NodeUsage]:
+        with self._lock:
+            return dict(self._usage)

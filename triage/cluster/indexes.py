@@ -1,0 +1,122 @@
+"""Indexes over a kind's objects, the way client-go's informers keep indexers: a function names
+the keys an object files under, and a source that holds objects in memory can answer "which
+pods does this Job own" or "which pods are not running fine" without walking every pod.
+
+A source offers them through an optional method `indexed(kind, index, key) -> list[Obj] |
+None` (`MemorySource` builds each index on first use, the watch cache keeps them current;
+None: not indexed here). `by_index` then scans, in the narrowest scope the key allows (a
+namespace), so a live source lists no more than it would without indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+from triage.cluster.objects import Obj, meta, pod_problem
+
+Indexer = Callable[[Obj], Iterable[Hashable]]
+
+# (namespace, owner kind, owner name) for each of a pod's owner references.
+POD_OWNER = "pod-owner"
+# Pods not running fine (`pod_problem`) that have not succeeded, under their namespace and
+# under ANY: the fleet view looks for stuck GPU workloads among them.
+POD_TROUBLED = "pod-troubled"
+ANY = "*"
+
+
+def _owner_keys(pod: Obj) -> Iterable[Hashable]:
+    m = meta(pod)
+    ns = m.get("namespace") or ""
+    return [(ns, r.get("kind"), r.get("name")) for r in m.get("ownerReferences") or ()]
+
+
+def _troubled_keys(pod: Obj) -> Iterable[Hashable]:
+    if (pod.get("status") or {}).get("phase") == "Succeeded":
+        return ()
+    if pod_problem(pod, messages=False) is None:
+        return ()
+    return (meta(pod).get("namespace") or "", ANY)
+
+
+INDEXERS: dict[tuple[str, str], Indexer] = {
+    ("Pod", POD_OWNER): _owner_keys,
+    ("Pod", POD_TROUBLED): _troubled_keys,
+}
+
+
+class Index:
+    """One index: key -> the objects filed under it, by (namespace, name), kept current with
+    `update` as objects change (an object is replaced, never mutated)."""
+
+    __slots__ = ("_by_key", "_fn")
+
+    def __init__(self, fn: Indexer, objects: Iterable[Obj]) -> None:
+        self._fn = fn
+        self._by_key: dict[Hashable, dict[tuple[str, str], Obj]] = {}
+        for obj in objects:
+            self._add(obj)
+
+    def _add(self, obj: Obj) -> None:
+        keys = self._fn(obj)
+        if not keys:
+            return
+        m = meta(obj)
+        ident = (m.get("namespace") or "", m.get("name") or "")
+        for k in keys:
+            self._by_key.setdefault(k, {})[ident] = obj
+
+    def update(self, old: Obj | None, new: Obj | None) -> None:
+        if old is not None:
+            m = meta(old)
+            ident = (m.get("namespace") or "", m.get("name") or "")
+            for k in self._fn(old):
+                bucket = self._by_key.get(k)
+                if bucket is not None:
+                    bucket.pop(ident, None)
+                    if not bucket:
+                        del self._by_key[k]
+        if new is not None:
+            self._add(new)
+
+    def get(self, key: Hashable) -> list[Obj]:
+        return list(self._by_key.get(key, {}).values())
+
+
+def by_index(
+    source: Any, kind: str, index: str, key: Hashable, *, namespace: str | None
+) -> list[Obj]:
+    """The objects of `kind` filed under `key` in `index`; `namespace` is where to scan when
+    the source keeps no index."""
+    indexed = getattr(source, "indexed", None)
+    found = indexed(kind, index, key) if callable(indexed) else None
+    if found is not None:
+        return list(found)
+    fn = INDEXERS[(kind, index)]
+    return [o for o in source.objects(kind, namespace=namespace) if key in fn(o)]
+
+
+def owned_pods(source: Any, *, namespace: str, owners: Iterable[tuple[str, str]]) -> list[Obj]:
+    """The pods of `namespace` with an owner reference to one of `owners` ((kind, name)),
+    each once (one scan of the namespace's pods where the source keeps no index)."""
+    keys = [(namespace, kind, name) for kind, name in dict.fromkeys(owners)]
+    indexed = getattr(source, "indexed", None)
+    found = [indexed("Pod", POD_OWNER, k) for k in keys] if callable(indexed) else [None]
+    if all(f is not None for f in found):
+        seen: dict[int, Obj] = {}
+        for pods in found:
+            for p in pods or ():
+                seen.setdefault(id(p), p)
+        return list(seen.values())
+    wanted = set(keys)
+    return [
+        p
+        for p in source.objects("Pod", namespace=namespace)
+        if any(k in wanted for k in _owner_keys(p))
+    ]
+
+
+def troubled_pods(source: Any, *, namespace: str | None) -> list[Obj]:
+    """Pods not running fine (and not succeeded), in `namespace` or everywhere (None)."""
+    key = ANY if namespace is None else namespace
+    return by_index(source, "Pod", POD_TROUBLED, key, namespace=namespace)
