@@ -12,6 +12,7 @@ driver and device plugin too), then quota and queues. Each is a `LayerCheck` (se
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from triage.cluster.events import parse_time
@@ -23,12 +24,12 @@ from triage.layers.base import Context, LayerCheck, Outcome
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
 from triage.layers.scheduling.reasons import WAITING
-from triage.model import TriageReport
+from triage.model import Layer, TriageReport, Verdict
 from triage.names import validate_name, validate_namespace
 from triage.playbooks import Playbook, load_playbook
-from triage.signals import Signal
+from triage.signals import Signal, owned
 from triage.target import resolve
-from triage.verdict import assemble
+from triage.verdict import assemble, judge
 
 CHECKS: tuple[LayerCheck, ...] = (bound.check, scheduling.check, quota.check)
 
@@ -48,31 +49,84 @@ def triage(
     pod nor a workload of that name exists (or the namespace does not), and other
     `SourceError`s when the cluster cannot be read at all.
     """
-    validate_namespace(namespace)
-    validate_name(name, what="pod or workload name")
     config = config or EngineConfig()
     playbook = playbook or load_playbook()
+    d = _diagnose(source, namespace=namespace, name=name, config=config, now=now)
+    view = d.ctx.view
+    return assemble(
+        source=source,
+        target=d.ctx.target,
+        signals=d.signals,
+        unknowns=d.ctx.unknowns,
+        notes=d.ctx.notes,
+        headline=d.headline,
+        playbook=playbook,
+        config=config,
+        node_labels=d.ctx.node_labels,
+        ok_summaries=d.ok,
+        now=now,
+        gpu_stack=view.describe(),
+        operator_namespace=view.namespace,
+        stack_values=view.playbook_values(),
+    )
+
+
+def verdict(
+    source: ClusterSource,
+    *,
+    namespace: str,
+    name: str,
+    config: EngineConfig | None = None,
+    playbook: Playbook | None = None,
+    now: datetime | None = None,
+) -> Verdict:
+    """`triage`'s verdict (failing layer, headline, cause, owner) without the evidence and
+    steps of a full report: what the fleet view needs of each of thousands of workloads.
+    Raises as `triage` does."""
+    config = config or EngineConfig()
+    d = _diagnose(source, namespace=namespace, name=name, config=config, now=now)
+    return judge(
+        source=source,
+        target=d.ctx.target,
+        signals=d.signals,
+        unknowns=d.ctx.unknowns,
+        headline=d.headline,
+        playbook=playbook or load_playbook(),
+        config=config,
+        node_labels=d.ctx.node_labels,
+        ok_summaries=d.ok,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Diagnosis:
+    ctx: Context
+    signals: list[Signal]
+    headline: str | None
+    ok: dict[Layer, str]
+
+
+def _diagnose(
+    source: ClusterSource,
+    *,
+    namespace: str,
+    name: str,
+    config: EngineConfig,
+    now: datetime | None,
+) -> _Diagnosis:
+    """Every layer check run on the target, and the root-cause rule applied to their signals."""
+    validate_namespace(namespace)
+    validate_name(name, what="pod or workload name")
     target = resolve(source, namespace=namespace, name=name)
     as_of = now or getattr(source, "as_of", None) or datetime.now(UTC)
     ctx = Context(source=source, config=config, target=target, now=as_of)
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
-    view = ctx.view
-    return assemble(
-        source=source,
-        target=target,
+    return _Diagnosis(
+        ctx=ctx,
         signals=signals,
-        unknowns=ctx.unknowns,
-        notes=ctx.notes,
         headline=_headline(ctx, outcomes, signals),
-        playbook=playbook,
-        config=config,
-        node_labels=ctx.node_labels,
-        ok_summaries={k: v for o in outcomes for k, v in o.ok.items()},
-        now=now,
-        gpu_stack=view.describe(),
-        operator_namespace=view.namespace,
-        stack_values=view.playbook_values(),
+        ok={k: v for o in outcomes for k, v in o.ok.items()},
     )
 
 
@@ -82,9 +136,9 @@ def _root_cause(outcomes: list[Outcome]) -> list[Signal]:
     *below, queue = outcomes
     signals = [s for o in below for s in o.signals]
     if any(s.blocking for s in queue.signals):
-        for s in signals:
+        for i, s in enumerate(signals):
             if s.code == scheduling.REPORTED:
-                s.blocking = False
+                owned(signals, i).blocking = False
     return signals + queue.signals
 
 

@@ -23,7 +23,7 @@ class Layer(StrEnum):
 
     @property
     def rank(self) -> int:
-        return LAYER_ORDER.index(self)
+        return _RANK[self]
 
     @property
     def label(self) -> str:
@@ -31,6 +31,7 @@ class Layer(StrEnum):
 
 
 LAYER_ORDER: tuple[Layer, ...] = (Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING, Layer.QUOTA)
+_RANK = {layer: i for i, layer in enumerate(LAYER_ORDER)}
 
 LAYER_TITLES: dict[Layer, str] = {
     Layer.DRIVER: "GPU driver / container runtime",
@@ -104,6 +105,18 @@ class Cause(Frozen):
         default_factory=list,
         description="shared objects that block it: 'ResourceQuota ns/name', 'ClusterQueue cq', …",
     )
+
+
+class Verdict(Frozen):
+    """A triage's answer without its evidence: the failing layer (None when nothing blocks),
+    the headline, the owner to route to and the cause. What the fleet view groups by."""
+
+    cluster: str
+    pod: PodRef
+    failing_layer: Layer | None
+    headline: str
+    cause: Cause | None = None
+    owner: OwnerRoute | None = None
 
 
 class TriageReport(Frozen):

@@ -6,6 +6,7 @@ point that a platform team copies and edits. A bad file fails at load with the f
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Mapping
 from importlib import resources
@@ -46,8 +47,9 @@ PLACEHOLDERS = frozenset({
 OPERATOR_ONLY = frozenset({"component_pod"})
 
 
-def _placeholders(template: str) -> list[str]:
-    return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+@functools.cache
+def _placeholders(template: str) -> tuple[str, ...]:
+    return tuple(f for _, f, _, _ in string.Formatter().parse(template) if f is not None)
 
 
 class LayerPlaybook(_Strict):
@@ -158,7 +160,7 @@ def _filled(templates: list[str], values: Mapping[str, str]) -> list[str]:
     out = []
     for template in templates:
         try:
-            text = string.Formatter().vformat(template, (), values)
+            text = template.format_map(values)
         except (KeyError, IndexError):
             continue
         if text not in out:
@@ -167,7 +169,19 @@ def _filled(templates: list[str], values: Mapping[str, str]) -> list[str]:
 
 
 def load_playbook(path: str | Path | None = None) -> Playbook:
-    """Load and validate a playbook; None loads the bundled default."""
+    """Load and validate a playbook; None loads the bundled default (parsed once: playbooks
+    are frozen)."""
+    if path is None:
+        return _bundled()
+    return _load(path)
+
+
+@functools.cache
+def _bundled() -> Playbook:
+    return _load(None)
+
+
+def _load(path: str | Path | None) -> Playbook:
     if path is None:
         text = resources.files("playbooks").joinpath("default.yaml").read_text(encoding="utf-8")
         where = "bundled playbooks/default.yaml"

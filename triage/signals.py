@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from triage.model import Finding, Layer, Status
 
 
-@dataclass
+@dataclass(slots=True)
 class Signal:
     layer: Layer
     code: str
@@ -25,6 +25,22 @@ class Signal:
     # Shared objects that block (ResourceQuota ns/name, ClusterQueue, a missing label): what
     # makes two workloads stuck for one cause in the fleet view.
     objects: list[str] = field(default_factory=list)
+
+
+def owned(signals: list[Signal], index: int) -> Signal:
+    """`signals[index]`, replaced by a copy of its own that the caller may change.
+
+    Signals that an evaluation decides alone are shared by every triage of a sweep that uses
+    it, so a check never changes a signal it did not make: it takes a copy first. Checks
+    change a signal's summary, blocking and evidence; `nodes`, `values` and `objects` are
+    never changed once made, and the copy shares them (a "pool full" signal names
+    thousands of nodes)."""
+    s = signals[index]
+    signals[index] = copy = Signal(
+        s.layer, s.code, s.summary, s.blocking, list(s.evidence), list(s.detail),
+        s.nodes, s.pod, s.values, s.objects,
+    )  # fmt: skip
+    return copy
 
 
 @dataclass
@@ -44,15 +60,15 @@ def _clip(lines: list[str], limit: int) -> list[str]:
 
 def build_finding(
     layer: Layer,
-    signals: list[Signal],
+    mine: list[Signal],
     unknowns: list[Unknown],
     *,
     ok_summary: str,
     skipped: str | None = None,
     limit: int = 12,
 ) -> Finding:
-    """One finding per layer: fail if any blocking signal, else unknown, warn, ok or skipped."""
-    mine = [s for s in signals if s.layer == layer]
+    """One finding per layer from that layer's signals (`mine`): fail if any blocking signal,
+    else unknown, warn, ok or skipped."""
     blocking = [s for s in mine if s.blocking]
     side = [s for s in mine if not s.blocking]
     unknown = [u.reason for u in unknowns if u.layer == layer]
@@ -82,8 +98,10 @@ def build_finding(
             evidence.append(f"side finding (does not block this pod): {s.summary}")
         elif i > 0:
             evidence.append(s.summary)  # the first one is already the finding's summary
-        evidence.extend(s.evidence)
-        detail.extend(s.detail)
+        if s.evidence:
+            evidence.extend(s.evidence)
+        if s.detail:
+            detail.extend(s.detail)
     codes = [s.code for s in blocking] if blocking else [s.code for s in side]
     return Finding(
         layer=layer,

@@ -12,7 +12,16 @@ from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
 from triage.layers.scheduling.exclusions import wants_gpu
-from triage.model import LAYER_ORDER, Cause, Layer, PodRef, TriageReport
+from triage.model import (
+    LAYER_ORDER,
+    Cause,
+    Finding,
+    Layer,
+    OwnerRoute,
+    PodRef,
+    TriageReport,
+    Verdict,
+)
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target
@@ -37,6 +46,139 @@ def _data_age(source: ClusterSource) -> str | None:
     return None
 
 
+def _findings(
+    *,
+    target: Target,
+    signals: list[Signal],
+    unknowns: list[Unknown],
+    config: EngineConfig,
+    ok_summaries: dict[Layer, str],
+    layers: tuple[Layer, ...] = LAYER_ORDER,
+) -> dict[Layer, Finding]:
+    """One finding per layer in `layers`."""
+    subject = target.subject
+    gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
+    by_layer: dict[Layer, list[Signal]] = {layer: [] for layer in LAYER_ORDER}
+    for s in signals:
+        by_layer[s.layer].append(s)
+    return {
+        layer: build_finding(
+            layer,
+            by_layer[layer],
+            unknowns,
+            ok_summary=ok_summaries.get(layer, OK_SUMMARY[layer]),
+            skipped=(
+                "the pod requests no NVIDIA resources"
+                if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
+                else None
+            ),
+            limit=config.max_evidence,
+        )
+        for layer in layers
+    }
+
+
+def _failing(signals: list[Signal]) -> Layer | None:
+    """The root-cause rule's verdict: the lowest layer with a blocking signal."""
+    return min((s.layer for s in signals if s.blocking), key=lambda la: la.rank, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """The verdict of a triage: its failing layer (None when nothing blocks), headline, owner
+    and cause, and the failing layer's finding and blocking signals they rest on."""
+
+    failing: Layer | None
+    headline: str
+    owner: OwnerRoute | None = None
+    cause: Cause | None = None
+    finding: Finding | None = None
+    mine: list[Signal] = field(default_factory=list)
+
+
+def _decide(
+    *,
+    source: ClusterSource,
+    target: Target,
+    signals: list[Signal],
+    findings: dict[Layer, Finding],
+    headline: str | None,
+    playbook: Playbook,
+    node_labels: Callable[[str], dict[str, str]],
+) -> _Decision:
+    failing = _failing(signals)
+    if failing is None:
+        return _Decision(
+            None, headline or f"{target.kind} {target.name}: nothing blocks it at any layer"
+        )
+    finding = findings[failing]
+    mine = [s for s in signals if s.blocking and s.layer == failing]
+    nodes = [n for s in mine for n in s.nodes]
+    try:
+        ns_obj = source.get("Namespace", target.namespace)
+    except ForbiddenError:
+        ns_obj = None
+    owner = playbook.route(
+        failing,
+        namespace=ns_obj,
+        node_labels=[node_labels(n) for n in nodes[:5]],
+        codes=finding.codes[:1],
+    )
+    cause = Cause(
+        layer=failing,
+        code=finding.codes[0],
+        nodes=sorted(set(nodes)),
+        objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
+    )
+    return _Decision(failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine)
+
+
+def judge(
+    *,
+    source: ClusterSource,
+    target: Target,
+    signals: list[Signal],
+    unknowns: list[Unknown],
+    headline: str | None,
+    playbook: Playbook,
+    config: EngineConfig,
+    node_labels: Callable[[str], dict[str, str]],
+    ok_summaries: dict[Layer, str],
+) -> Verdict:
+    """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
+    findings (for the fleet view, which triages thousands of workloads a sweep)."""
+    failing = _failing(signals)
+    findings = (
+        {}
+        if failing is None
+        else _findings(
+            target=target,
+            signals=signals,
+            unknowns=unknowns,
+            config=config,
+            ok_summaries=ok_summaries,
+            layers=(failing,),
+        )
+    )
+    decision = _decide(
+        source=source,
+        target=target,
+        signals=signals,
+        findings=findings,
+        headline=headline,
+        playbook=playbook,
+        node_labels=node_labels,
+    )
+    return Verdict(
+        cluster=source.cluster_name,
+        pod=_pod_ref(target),
+        failing_layer=decision.failing,
+        headline=decision.headline,
+        cause=decision.cause,
+        owner=decision.owner,
+    )
+
+
 def assemble(
     *,
     source: ClusterSource,
@@ -54,76 +196,52 @@ def assemble(
     operator_namespace: str | None = None,
     stack_values: dict[str, str] | None = None,
 ) -> TriageReport:
-    subject = target.subject
-    gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
-    findings = [
-        build_finding(
-            layer,
-            signals,
-            unknowns,
-            ok_summary=ok_summaries.get(layer, OK_SUMMARY[layer]),
-            skipped=(
-                "the pod requests no NVIDIA resources"
-                if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
-                else None
-            ),
-            limit=config.max_evidence,
-        )
-        for layer in LAYER_ORDER
-    ]
-    blocking = [s for s in signals if s.blocking]
-    failing = min((s.layer for s in blocking), key=lambda la: la.rank, default=None)
+    findings = _findings(
+        target=target,
+        signals=signals,
+        unknowns=unknowns,
+        config=config,
+        ok_summaries=ok_summaries,
+    )
+    decision = _decide(
+        source=source,
+        target=target,
+        signals=signals,
+        findings=findings,
+        headline=headline,
+        playbook=playbook,
+        node_labels=node_labels,
+    )
     ref = _pod_ref(target)
-    owner, remedy, cause = None, _Remedy(), None
-    if failing is not None:
-        finding = next(f for f in findings if f.layer == failing)
-        mine = [s for s in blocking if s.layer == failing]
-        nodes = [n for s in mine for n in s.nodes]
-        try:
-            ns_obj = source.get("Namespace", target.namespace)
-        except ForbiddenError:
-            ns_obj = None
-        owner = playbook.route(
-            failing,
-            namespace=ns_obj,
-            node_labels=[node_labels(n) for n in nodes[:5]],
-            codes=finding.codes[:1],
-        )
+    remedy = _Remedy()
+    if decision.failing is not None and decision.finding is not None:
+        nodes = [n for s in decision.mine for n in s.nodes]
         values = {
             "namespace": target.namespace,
             "pod": ref.pod or target.name,
-            "resource": next(iter(gpu_requests(subject or {})), "nvidia.com/gpu"),
+            "resource": next(iter(gpu_requests(target.subject or {})), "nvidia.com/gpu"),
             **({"node": nodes[0]} if nodes else {}),
             **({"operator_namespace": operator_namespace} if operator_namespace else {}),
-            **_fault_values(mine),
+            **_fault_values(decision.mine),
             **(stack_values or {}),
         }
-        steps, operator_steps = playbook.steps(failing, finding.codes, **values)
-        remedy = _Remedy(steps, operator_steps, playbook.verification(failing, **values))
-        headline = f"{failing.value}: {finding.summary}"
-        cause = Cause(
-            layer=failing,
-            code=finding.codes[0],
-            nodes=sorted(set(nodes)),
-            objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
-        )
-    elif headline is None:
-        headline = f"{target.kind} {target.name}: nothing blocks it at any layer"
+        steps, operator_steps = playbook.steps(decision.failing, decision.finding.codes, **values)
+        remedy = _Remedy(steps, operator_steps, playbook.verification(decision.failing, **values))
     return TriageReport(
         data_age_note=_data_age(source),
         pod=ref,
         cluster=source.cluster_name,
-        failing_layer=failing,
-        headline=headline,
-        findings=findings,
-        owner=owner,
+        failing_layer=decision.failing,
+        headline=decision.headline,
+        findings=list(findings.values()),
+        owner=decision.owner,
         remediation=remedy.steps,
         operator_steps=remedy.operator_steps,
         verification=remedy.checks,
         generated_at=now or datetime.now(UTC),
         notes=notes,
         gpu_stack=gpu_stack or [],
-        cause=cause,
+        cause=decision.cause,
     )
 
 

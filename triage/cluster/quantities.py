@@ -83,13 +83,32 @@ def _container_requests(container: Obj) -> dict[str, int]:
     return merged
 
 
+# pod spec id -> (the spec, its requests): a triage asks for one pod's requests several times
+# (the fleet view, the scheduling and quota layers, the verdict). Specs are replaced, never
+# changed, so the identity check is enough; the entry keeps the spec alive, so its id is not
+# reused while the entry stands.
+_REQUESTS: dict[int, tuple[Obj, dict[str, int]]] = {}
+_REQUESTS_MAX = 20_000
+
+
 def pod_requests(pod: Obj) -> dict[str, int]:
-    """Effective requests as the scheduler computes them.
+    """Effective requests as the scheduler computes them (shared: callers must not change it).
 
     max(sum of app containers + restartable init (sidecar) containers, largest regular init
     container plus sidecars started before it) + pod overhead.
     """
     spec = pod.get("spec") or {}
+    hit = _REQUESTS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    out = _effective_requests(spec)
+    if len(_REQUESTS) >= _REQUESTS_MAX:
+        _REQUESTS.clear()
+    _REQUESTS[id(spec)] = (spec, out)
+    return out
+
+
+def _effective_requests(spec: Obj) -> dict[str, int]:
     total: dict[str, int] = {}
     for c in spec.get("containers") or []:
         for r, v in _container_requests(c).items():

@@ -13,6 +13,7 @@ two views every layer shares: the cluster's GPU stacks and the health of each no
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -21,6 +22,7 @@ from typing import Any
 from triage.cluster.events import Event, sorted_events
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of
+from triage.cluster.reads import LABELS, ReadLog
 from triage.cluster.source import ClusterSource, ForbiddenError
 from triage.config import EngineConfig
 from triage.layers.health import NodeHealths
@@ -52,10 +54,32 @@ class Context:
         self.memo: IdentityMemo = memo if isinstance(memo, IdentityMemo) else IdentityMemo()
         self.unknowns: list[Unknown] = []
         self.notes: list[str] = []
-        self.healths = NodeHealths(self.memo, now=now, grace_minutes=config.node_join_grace_minutes)
         # Work shared by the triages of one fleet sweep, which see one state of the cluster
         # (`triage.fleet.SweepSource`); None for a triage of its own.
         self.shared: dict[Hashable, Any] | None = getattr(source, "sweep_memo", None)
+        # What this triage read, when a sweep keeps answers between sweeps (`ReadLog`).
+        log = getattr(source, "read_log", None)
+        self.log: ReadLog | None = log if isinstance(log, ReadLog) else None
+
+    # --- what the answer depends on, for a sweep that keeps answers -------------------------
+
+    def depend(self, key: tuple[Any, ...], value: Any, *, shared: bool = False) -> None:
+        """The answer depends on `value` under `key`. A `shared` key names work the sweep's
+        triages share (its value a digest of that work): later triages of the sweep, and the
+        next sweep, compare against it."""
+        if self.log is not None:
+            self.log.note(key, value)
+        if shared and self.shared is not None:
+            self.shared[("digest", key)] = value
+
+    def aside(self) -> AbstractContextManager[None]:
+        """Reads for work a `depend` digest stands for."""
+        return self.log.aside() if self.log is not None else nullcontext()
+
+    def volatile(self) -> None:
+        """The answer depends on the clock: a later sweep must triage again."""
+        if self.log is not None:
+            self.log.volatile = True
 
     # --- reads that never raise for a missing permission ------------------------------------
 
@@ -99,13 +123,23 @@ class Context:
             self.notes.append(text)
 
     def node_labels(self, node: str) -> dict[str, str]:
-        try:
-            obj = self.source.get("Node", node)
-        except ForbiddenError:
-            return {}
-        return labels(obj) if obj else {}
+        with self.aside():  # the labels count, not the node's heartbeat
+            try:
+                obj = self.source.get("Node", node)
+            except ForbiddenError:
+                obj = None
+        found = labels(obj) if obj else {}
+        self.depend((LABELS, node), found)
+        return found
 
     # --- what every layer shares --------------------------------------------------------
+
+    @cached_property
+    def healths(self) -> NodeHealths:
+        """Every node's driver and device-plugin verdict, remembered across triages."""
+        return NodeHealths(
+            self.memo, now=self.now, grace_minutes=self.config.node_join_grace_minutes
+        )
 
     @cached_property
     def pod_events(self) -> list[Event]:
@@ -123,12 +157,27 @@ class Context:
 
     @cached_property
     def view(self) -> StackView:
-        """The cluster's GPU stacks, remembered until a GPU component or its pods change."""
+        """The cluster's GPU stacks, remembered until a GPU component or its pods change.
 
+        Its digest (`StackView.digest`) is what a triage depends on: a node's health, which
+        also rests on its own component pods, is covered by the digest of the work that
+        judged the node. A check that reads the view's pods itself depends on the exact view
+        (`VIEW_EXACT`)."""
         if self.shared is not None and "stack-view" in self.shared:
             view, unknowns = self.shared["stack-view"]
             self.unknowns.extend(unknowns)
-            return view  # type: ignore[no-any-return]
+        else:
+            with self.aside():
+                view, unknowns = self._load_view()
+            self.unknowns.extend(unknowns)
+            if self.shared is not None:
+                self.shared["stack-view"] = (view, unknowns)
+        self.depend(VIEW, view.digest, shared=True)
+        if self.shared is not None:
+            self.shared[("digest", VIEW_EXACT)] = view
+        return view  # type: ignore[no-any-return]
+
+    def _load_view(self) -> tuple[StackView, list[Unknown]]:
         missing: list[Unknown] = []
 
         def read(kind: str, namespace: str | None) -> list[Obj] | None:
@@ -139,10 +188,11 @@ class Context:
                 return None
 
         view = load_view(read, override=self.config.operator_namespace, memo=self.memo)
-        self.unknowns.extend(missing)
-        if self.shared is not None:
-            self.shared["stack-view"] = (view, missing)
-        return view
+        return view, missing
 
+
+# Keys of the shared work a triage may depend on (`Context.depend`).
+VIEW = ("view",)  # the stack view's digest
+VIEW_EXACT = ("view", "exact")  # the stack view itself: any GPU component pod changed
 
 LayerCheck = Callable[[Context], Outcome]

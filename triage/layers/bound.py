@@ -49,6 +49,9 @@ def check(ctx: Context) -> Outcome:
         return Outcome()
     if _finished(pod):
         return Outcome(headline=terminal_headline(pod))
+    # Pods on a node are few and their node's state moves (a driver restarting, GPUs joining):
+    # a sweep triages them afresh every time.
+    ctx.volatile()
     spec = pod.get("spec") or {}
     node = ctx.get("Node", str(spec.get("nodeName")), None, layer=Layer.DRIVER)
     health = ctx.healths.assess(node, ctx.view) if node is not None else None

@@ -63,6 +63,9 @@ class ScalingReads:
     autoscalers: Callable[[], list[str]] | None = None
     karpenter: Callable[[str], list[Obj]] | None = None  # NodePools, NodeClaims by kind
     ca_status: Callable[[], Obj | None] | None = None  # cluster-autoscaler's status ConfigMap
+    # told when the answer rests on the clock (how long ago the autoscaler spoke), so a sweep
+    # that keeps answers triages the pod again next time
+    dated: Callable[[], None] | None = None
 
 
 NO_READS = ScalingReads()

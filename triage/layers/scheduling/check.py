@@ -10,22 +10,28 @@ would stop a pod once created, never blocking.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ForbiddenError, SourceError
 from triage.cluster.usage import NodeUsage
-from triage.layers.base import Context, Outcome
+from triage.layers.base import VIEW_EXACT, Context, Outcome
 from triage.layers.bound import on_node
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
 from triage.layers.scheduling.filters import FilterView, PodFilters, needs_filters, pods_on
-from triage.layers.scheduling.placement import Placement
-from triage.layers.scheduling.reasons import placement_summary, scheduling_signals
+from triage.layers.scheduling.placement import Evaluation, Placement
+from triage.layers.scheduling.reasons import (
+    evaluation_digest,
+    node_signals,
+    placement_summary,
+    scheduling_signals,
+)
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
 from triage.model import Layer
-from triage.signals import Unknown
+from triage.signals import owned
 
 REPORTED = "scheduling.scheduler-reported"  # the scheduler's words, when nothing explains them
 
@@ -34,8 +40,6 @@ def check(ctx: Context) -> Outcome:
     pod, placed = ctx.target.subject, ctx.target.pod
     if pod is None or on_node(placed):
         return Outcome()
-    nodes = ctx.read("Node", None, layer=Layer.SCHEDULING)
-    usage = _usage(ctx)
     stacks = ctx.view
     claims = check_claims(ctx, pod, stacks)
     only = claims.nodes
@@ -43,22 +47,27 @@ def check(ctx: Context) -> Outcome:
         # A node whose DRA kubelet plugin is down publishes nothing, yet the pod could use
         # it: it stays a candidate, and its missing ResourceSlice is the device-plugin layer.
         only |= {n for n, roles in stacks.pods_by_node.items() if "dra-plugin" in roles}
-    filters = _filters(ctx, pod, nodes, usage)
-    pod_level = filters.pod_level() if filters is not None else []
+    existing = _existing_anti_affinity(ctx, pod)
     requests = pod_requests(pod)
-    shape = (
-        _shape(pod, requests) if filters is None and claims.node is None and only is None else None
-    )
-    shared = ctx.shared if shape is not None else None
-    if shared is not None and shape in shared:
-        placement, evaluation = shared[shape]
+    shape = None
+    if not (existing or needs_filters(pod)) and claims.node is None and only is None:
+        shape = _shape(ctx, pod, requests)
+    filters: PodFilters | None = None
+    if shape is not None:
+        placement, evaluation = shared_evaluation(
+            ctx, shape, lambda: Placement(pod=pod, requests=requests)
+        )
     else:
+        nodes = ctx.read("Node", None, layer=Layer.SCHEDULING)
+        usage = _usage(ctx)
+        filters = _filters(ctx, pod, nodes, usage, existing=existing)
         placement = Placement(
             pod=pod, requests=requests, dra=claims.node, only_nodes=only, filters=filters
         )
         evaluation = placement.evaluate(nodes, ctx.healths.all(nodes, stacks), usage)
-        if shared is not None:
-            shared[shape] = (placement, evaluation)
+        # node health judged here from the view's pods, outside any shared work
+        ctx.depend(VIEW_EXACT, stacks, shared=True)
+    pod_level = filters.pod_level() if filters is not None else []
     signals = pod_level + scheduling_signals(
         pod=pod,
         placement=placement,
@@ -66,49 +75,117 @@ def check(ctx: Context) -> Outcome:
         gpu=gpu_requests(pod),
         events=ctx.pod_events,
         now=ctx.now,
-        reads=_scaling_reads(ctx, pod, usage),
+        reads=_scaling_reads(ctx, pod),
     )
     if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
         signals = [s for s in signals if s.code != REPORTED]
+    if placed is None:  # no pod exists yet: admission decides; placement is a look-ahead
+        for i in range(len(signals)):
+            s = owned(signals, i)
+            s.blocking = False
+            s.summary = f"once created: {s.summary}"
     out = Outcome(signals=claims.signals + signals)
     summary = placement_summary(evaluation)
     if summary and not pod_level:
         out.ok[Layer.SCHEDULING] = summary
-    if placed is None:  # no pod exists yet: admission decides; placement is a look-ahead
-        for s in signals:
-            s.blocking = False
-            s.summary = f"once created: {s.summary}"
     return out
 
 
-def _shape(pod: Obj, requests: Mapping[str, int]) -> tuple[str, str] | None:
+Shape = tuple[str, str]
+SHAPE = "shape"  # the tag of a shape's key among what a triage depends on
+
+
+def shared_evaluation(
+    ctx: Context, shape: Shape, placement: Placement | Callable[[], Placement]
+) -> tuple[Placement, Evaluation]:
+    """Every node judged for pods of one shape: once per sweep, shared by its triages (and
+    once per triage outside a sweep). The triage depends on the digest of what it takes from
+    the evaluation, not on the nodes it read for it (`Context.depend`)."""
+    shared, key = ctx.shared, (SHAPE, shape)
+    if shared is not None and shape in shared:
+        kept, evaluation, unknowns = shared[shape]
+        for u in unknowns:  # what could not be read for the evaluation is unknown here too
+            ctx.unknown(u.layer, u.reason)
+        ctx.depend(key, shared[("digest", key)])
+        return kept, evaluation
+    if not isinstance(placement, Placement):
+        placement = placement()
+    before = len(ctx.unknowns)
+    with ctx.aside():
+        nodes = ctx.read("Node", None, layer=Layer.SCHEDULING)
+        usage = _usage(ctx)
+        healths = ctx.healths.all(nodes, ctx.view)
+    made = placement
+    if shared is None:
+        evaluation = made.evaluate(nodes, healths, usage)
+    else:
+        # The last sweep's evaluation while every node, its health and its usage are the same
+        # objects (a quiet cluster, or a change elsewhere): its digest is then the same too.
+        evaluation = ctx.memo.get(
+            ("shape-evaluation", shape),
+            (*nodes, *healths, *usage.keys(), *usage.values()),
+            lambda: made.evaluate(nodes, healths, usage),
+        )
+        shared[shape] = (placement, evaluation, ctx.unknowns[before:])
+        pod = placement.pod
+        node_signals(pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod))
+        ctx.depend(key, evaluation_digest(placement, evaluation), shared=True)
+    return placement, evaluation
+
+
+def shapes_in(shared: Mapping[Hashable, Any]) -> dict[tuple[str, Shape], Placement]:
+    """The shapes a sweep evaluated, by the key triages depend on, with the placement that
+    can evaluate each again (`shared_evaluation`) in a later sweep."""
+    return {
+        (SHAPE, k): v[0]
+        for k, v in shared.items()
+        if isinstance(k, tuple) and len(k) == 2 and k[0] == "placement"
+    }
+
+
+def _shape(ctx: Context, pod: Obj, requests: Mapping[str, int]) -> Shape | None:
     """What a node evaluation depends on, for a pod no filter plugin or claim applies to:
-    pods of one shape get the same evaluation within a sweep. None for a pod bound by name."""
+    pods of one shape get the same evaluation within a sweep. None for a pod bound by name.
+    Remembered per pod spec (specs are replaced, never changed)."""
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         return None
+    known = ctx.memo.table("pod-shapes")
+    hit = known.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]  # type: ignore[no-any-return]
     affinity = (spec.get("affinity") or {}).get("nodeAffinity")
     raw = [spec.get("nodeSelector"), affinity, spec.get("tolerations"), sorted(requests.items()),
            bool(spec.get("resourceClaims"))]  # fmt: skip
-    return ("placement", json.dumps(raw, sort_keys=True, default=str))
+    shape = ("placement", json.dumps(raw, sort_keys=True, default=str))
+    known[id(spec)] = (spec, shape)
+    return shape
 
 
 def _usage(ctx: Context) -> Mapping[str, NodeUsage]:
     try:
         return ctx.source.node_usage()
     except ForbiddenError as e:
-        ctx.unknowns.append(Unknown(Layer.SCHEDULING, str(e)))
+        ctx.unknown(Layer.SCHEDULING, str(e))
         return {}
 
 
-def _filters(
-    ctx: Context, pod: Obj, nodes: list[Obj], usage: Mapping[str, NodeUsage]
-) -> PodFilters | None:
-    """The volume, port, spread and pod-affinity filters, when any applies to the pod.
-    Running pods' anti-affinity is looked for (a scan of every pod) only when the scheduler
-    reports it."""
+def _existing_anti_affinity(ctx: Context, pod: Obj) -> bool:
+    """Whether the scheduler reports running pods' anti-affinity: only then are all running
+    pods scanned for it."""
     sched = latest_failed_scheduling(pod, ctx.pod_events)
-    existing = sched is not None and "existing pods anti-affinity" in sched[0]
+    return sched is not None and "existing pods anti-affinity" in sched[0]
+
+
+def _filters(
+    ctx: Context,
+    pod: Obj,
+    nodes: list[Obj],
+    usage: Mapping[str, NodeUsage],
+    *,
+    existing: bool,
+) -> PodFilters | None:
+    """The volume, port, spread and pod-affinity filters, when any applies to the pod."""
     if not existing and not needs_filters(pod):
         return None
     view = FilterView(
@@ -122,7 +199,7 @@ def _filters(
     return PodFilters(view, existing_anti_affinity=existing)
 
 
-def _scaling_reads(ctx: Context, pod: Obj, usage: Mapping[str, NodeUsage]) -> ScalingReads:
+def _scaling_reads(ctx: Context, pod: Obj) -> ScalingReads:
     def ca_status() -> Obj | None:
         try:
             return ctx.source.get("ConfigMap", STATUS_NAME, namespace=STATUS_NS)
@@ -139,19 +216,21 @@ def _scaling_reads(ctx: Context, pod: Obj, usage: Mapping[str, NodeUsage]) -> Sc
         ]
 
     return ScalingReads(
-        victims=_victims(ctx, pod, usage),
+        dated=ctx.volatile,
+        victims=_victims(ctx, pod),
         autoscalers=autoscalers,
         karpenter=lambda kind: ctx.read(kind, None, layer=Layer.SCHEDULING),
         ca_status=ca_status,
     )
 
 
-def _victims(ctx: Context, pod: Obj, usage: Mapping[str, NodeUsage]) -> list[tuple[str, str]]:
+def _victims(ctx: Context, pod: Obj) -> list[tuple[str, str]]:
     """Terminating lower-priority pods on the node the scheduler nominated for `pod`, as
     (what a tenant may read, operator-only name)."""
     node = (pod.get("status") or {}).get("nominatedNodeName")
     if not node:
         return []
+    usage = _usage(ctx)
     mine = int((pod.get("spec") or {}).get("priority") or 0)
     out = []
     for p in pods_on(str(node), usage, ctx.getter(Layer.SCHEDULING)):

@@ -30,7 +30,7 @@ FIT_CATEGORIES = frozenset(
 
 
 def no_candidate_signal(
-    pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int], sched_line: str | None
+    pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int]
 ) -> Signal:
     """No candidate at all. Nodes that pass the pod's own constraints (selector, affinity,
     tolerations) but cannot fit it decide; the nodes those constraints exclude are context.
@@ -63,8 +63,6 @@ def no_candidate_signal(
         evidence.extend(placement.exclusion_text(category, n, h) for n, h in examples)
         if len(pool) > len(examples):
             evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
-    if sched_line:
-        evidence.insert(0, sched_line)
     missing = _unmatched_labels(pod, nodes)
     summary = no_candidate_summary(code, gpu, missing=missing)
     if fitting:  # name the nearest miss: the node that passes the constraints

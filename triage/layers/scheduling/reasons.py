@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import cast
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj
@@ -21,7 +22,7 @@ from triage.layers.scheduling.no_candidate import no_candidate_signal
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
-from triage.signals import Signal
+from triage.signals import Signal, owned
 
 _SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
@@ -108,7 +109,11 @@ def scheduling_signals(
     # Nothing can take the pod now: is a node on its way, or why will none come? A node on
     # its way is the answer; an autoscaler that cannot add one is the cause when nodes that
     # match the pod are only full (with no such node, the constraint is the more exact cause).
-    first = next((s for s in signals if s.blocking and s.code == "scheduling.insufficient"), None)
+    at = next(
+        (i for i, s in enumerate(signals) if s.blocking and s.code == "scheduling.insufficient"),
+        None,
+    )
+    first = None if at is None else owned(signals, at)
     if first is not None:
         first.evidence.extend(_preemption_notes(pod))
     auto = autoscaler_signals(
@@ -118,6 +123,8 @@ def scheduling_signals(
         # an autoscaler's silence matters only for a pod waiting for room
         reads=reads if first is not None else replace(reads, autoscalers=None),
     )
+    if auto and reads.dated is not None:
+        reads.dated()
     waiting = [s for s in auto if s.code in WAITING]
     stuck = [s for s in auto if s.code not in WAITING]
     if (
@@ -126,8 +133,10 @@ def scheduling_signals(
         and all(s.layer == Layer.SCHEDULING for s in signals if s.blocking)
     ):
         # Room is being made (a node launching, victims leaving): the pod waits, unblocked.
-        for s in (*waiting, *signals):
+        for s in waiting:
             s.blocking = False
+        for i in range(len(signals)):
+            owned(signals, i).blocking = False
     if nodes.candidates:
         return [*waiting, *stuck, *signals]
     return [*waiting, *signals, *stuck]
@@ -165,17 +174,76 @@ def _signals(
     blocked_now = not nodes.usable and not nodes.joining
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
-    signals = _blocked_signals(nodes, blocked_now=blocked_now)
-    signals += _joining_signals(nodes)
-    signals += _side_signals(nodes, placement)
+    signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu)
     if not nodes.candidates:
-        return [*signals, no_candidate_signal(pod, placement, nodes, gpu, sched_line)]
-    signals += _usable_signals(pod, nodes.usable, sched, sched_line)
+        if sched_line:  # the last signal says why no node is a candidate
+            owned(signals, len(signals) - 1).evidence.insert(0, sched_line)
+        return signals
+    usable = _usable_signals(pod, nodes.usable, sched, sched_line)
     if sched_line and blocked_now:
-        lowest = min((s for s in signals if s.blocking), key=lambda s: s.layer.rank, default=None)
+        # the lowest blocking signal: among the evaluation's (found once), then these
+        lowest = _lowest_blocking(signals, nodes, placement)
+        for i, s in enumerate(usable, start=len(signals)):
+            if s.blocking and (lowest is None or s.layer.rank < signals[lowest].layer.rank):
+                lowest = i
+        signals += usable
         if lowest is not None:
-            lowest.evidence.insert(0, sched_line)
-    return signals
+            owned(signals, lowest).evidence.insert(0, sched_line)
+        return signals
+    return signals + usable
+
+
+def _lowest_blocking(signals: list[Signal], nodes: Evaluation, placement: Placement) -> int | None:
+    """The index of the lowest-layer blocking signal of `node_signals` (first of equals)."""
+    key = ("lowest-blocking", placement.gpu)
+    if key not in nodes.derived:
+        nodes.derived[key] = min(
+            (i for i, s in enumerate(signals) if s.blocking),
+            key=lambda i: signals[i].layer.rank,
+            default=None,
+        )
+    return cast("int | None", nodes.derived[key])
+
+
+def node_signals(
+    *, pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int]
+) -> list[Signal]:
+    """What the evaluation alone decides, the same for every pod it was made for (pods of one
+    shape share it in a sweep): computed once per evaluation. The signals are shared: a
+    triage that changes one takes its own copy first (`owned`)."""
+    key = ("node-signals", placement.gpu)
+    made = nodes.derived.get(key)
+    if made is None:
+        blocked_now = not nodes.usable and not nodes.joining
+        made = _blocked_signals(nodes, blocked_now=blocked_now)
+        made += _joining_signals(nodes)
+        made += _side_signals(nodes, placement)
+        if not nodes.candidates:
+            made.append(no_candidate_signal(pod, placement, nodes, gpu))
+        nodes.derived[key] = made
+    return list(cast(list[Signal], made))
+
+
+def evaluation_digest(placement: Placement, nodes: Evaluation) -> tuple[object, ...]:
+    """What the verdicts of the triages sharing an evaluation take from it: the signals it
+    decides alone that block (the failing layer, the headline, the nodes and objects of the
+    cause), how many nodes are candidates and usable, whether any is joining. Side findings
+    and evidence are left out: a sweep keeps verdicts, not reports (a drill-in triages
+    afresh). Made after `node_signals` ran on it, once per evaluation."""
+    found = nodes.derived.get("digest")
+    if found is None:
+        made = cast(list[Signal], nodes.derived.get(("node-signals", placement.gpu), []))
+        found = nodes.derived["digest"] = (
+            tuple(
+                (s.layer, s.code, s.summary, tuple(s.nodes), tuple(s.objects))
+                for s in made
+                if s.blocking
+            ),
+            len(nodes.usable),
+            nodes.candidates,
+            bool(nodes.joining),
+        )
+    return cast(tuple[object, ...], found)
 
 
 def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:

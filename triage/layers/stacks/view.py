@@ -11,6 +11,7 @@ judge each role by that plan: a node whose stack has no driver pod is never aske
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import cached_property
 
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of, ns_of, owner
@@ -97,6 +98,18 @@ class StackView:
             tuple(self.components),
             tuple(sorted(self.policy_off.items())),
             self.inferred,
+        )
+
+    @cached_property
+    def digest(self) -> tuple[object, ...]:
+        """What a triage reads of the view besides one node's pods (the verdict's stack lines
+        and playbook values, the flags every node's plan reads): equal digests, equal answers
+        for any node whose own pods are unchanged."""
+        return (
+            self.flags,
+            tuple(self.describe()),
+            tuple(sorted(self.playbook_values().items())),
+            self.policy_state,
         )
 
     def playbook_values(self) -> dict[str, str]:
