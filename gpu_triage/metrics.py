@@ -73,7 +73,15 @@ class SweepCollector(Collector):
             gpus_group.add_metric([g.key, g.layer.value, g.code], g.gpus)
         seconds = GaugeMetricFamily("sweep_duration_seconds", "Time of the last full sweep")
         seconds.add_metric([], self.duration_ms / 1000.0)
-        yield from (per_layer, gpus_layer, per_group, gpus_group, seconds)
+        answers = GaugeMetricFamily(
+            "sweep_workloads",
+            "Stuck workloads in the last full sweep, by whether they were triaged again or "
+            "kept their answer (nothing they read had changed)",
+            labels=["answer"],
+        )
+        answers.add_metric(["triaged"], self.last.triaged if self.last is not None else 0)
+        answers.add_metric(["kept"], self.last.reused if self.last is not None else 0)
+        yield from (per_layer, gpus_layer, per_group, gpus_group, seconds, answers)
 
 
 class Metrics:

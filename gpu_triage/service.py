@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from threading import Lock
 from typing import TYPE_CHECKING, Protocol
 
 from gpu_triage.metrics import Metrics
@@ -18,7 +19,7 @@ from incidents.errors import IncidentStoreError
 from incidents.values import Incident
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport
 from triage import triage as engine_triage
-from triage.fleet import Sweep, sweep
+from triage.fleet import FleetMemo, Sweep, sweep
 from triage.verify.node import NodeVerification, verify_node
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ class TriageService:
         self.metrics = metrics
         self._triage = triage_fn
         self._timer = timer
+        self._memos: dict[str, tuple[Lock, FleetMemo]] = {}
+        self._memo_lock = Lock()
 
     def run(
         self,
@@ -112,14 +115,22 @@ class TriageService:
         )
 
     def sweep(self, *, cluster: str | None, namespaces: list[str] | None = None) -> Sweep:
-        """Every stuck GPU workload in `namespaces` (None: all), grouped by root cause."""
+        """Every stuck GPU workload in `namespaces` (None: all), grouped by root cause.
+
+        Each cluster keeps the answers of its last sweep (`FleetMemo`): a sweep triages again
+        only the workloads whose reads changed. Sweeps of one cluster take turns."""
         started = self._timer()
-        result = sweep(
-            self.source_for(cluster),
-            namespaces=namespaces,
-            config=self.config,
-            playbook=self.playbook,
-        )
+        source = self.source_for(cluster)
+        with self._memo_lock:
+            lock, memo = self._memos.setdefault(source.cluster_name, (Lock(), FleetMemo()))
+        with lock:
+            result = sweep(
+                source,
+                namespaces=namespaces,
+                config=self.config,
+                playbook=self.playbook,
+                memo=memo,
+            )
         if self.metrics is not None and namespaces is None:
             self.metrics.observe_sweep(result, duration_ms=(self._timer() - started) * 1000.0)
         return result

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from triage import load_snapshot
+from triage import load_snapshot, triage
+from triage.engine import verdict
 from triage.fleet import Sweep, SweepSource, stuck_workloads, sweep
-from triage.model import Layer
+from triage.model import Layer, Verdict
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -129,3 +130,26 @@ def test_the_demo_cluster_groups_every_stuck_workload() -> None:
     demo = sweep(load_snapshot(Path(__file__).parents[2] / "gpu_triage/demo/cluster.yaml"))
     assert demo.workloads == 7 and not demo.errors
     assert {g.layer for g in demo.groups} == set(Layer)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in FIXTURES.glob("*.y*ml") if p.name != "expected.yaml"),
+    ids=lambda p: p.stem,
+)
+def test_the_verdict_a_sweep_takes_is_the_full_reports_verdict(path: Path) -> None:
+    """The sweep asks the engine for verdicts only (no evidence, steps or other layers):
+    for every workload of every fixture, they are exactly the full report's."""
+    src = load_snapshot(path)
+    for kind in ("Pod", "Job", "Deployment", "StatefulSet", "ReplicaSet"):
+        for obj in src.objects(kind):
+            ns, name = obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]
+            report = triage(src, namespace=ns, name=name)
+            assert verdict(src, namespace=ns, name=name) == Verdict(
+                cluster=report.cluster,
+                pod=report.pod,
+                failing_layer=report.failing_layer,
+                headline=report.headline,
+                cause=report.cause,
+                owner=report.owner,
+            )

@@ -1,0 +1,133 @@
+"""The source one sweep reads through: one events list for every triage, work shared across
+triages, and a log of what each triage read (so the next sweep can keep answers that still
+hold)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from triage.cluster.events import by_subject
+from triage.cluster.objects import Obj, labels, meta
+from triage.cluster.reads import LABELS, OBJECT, OBJECTS, USAGE, Failed, ReadLog
+from triage.cluster.source import ClusterSource, ForbiddenError, SourceError
+from triage.cluster.usage import NodeUsage
+
+EVENTS = "events"
+INDEX = "index"
+
+
+def event_version(event: Obj) -> tuple[Any, ...]:
+    """What changes when an event does: its resourceVersion, or (in a snapshot without one)
+    its counts and times."""
+    m = meta(event)
+    if m.get("resourceVersion"):
+        return (m.get("uid") or m.get("name"), m["resourceVersion"])
+    series = event.get("series") or {}
+    return (
+        m.get("name"),
+        event.get("count"),
+        event.get("lastTimestamp"),
+        series.get("count"),
+        series.get("lastObservedTime"),
+        event.get("message"),
+    )
+
+
+class SweepSource:
+    """A ClusterSource for one sweep: everything is read from `source`, except that events are
+    listed once, cluster-wide, and served to every triage from that list. `sweep_memo` lets
+    the layers share work across the sweep's triages; `read_log`, while set, notes every read
+    of the triage running (see `triage.cluster.reads`)."""
+
+    def __init__(self, source: ClusterSource) -> None:
+        self._source = source
+        self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+        # Work the layers share across the sweep's triages (the stack view, node evaluations
+        # of pods of one shape): they all see one state of the cluster.
+        self.sweep_memo: dict[Hashable, Any] = {}
+        self.read_log: ReadLog | None = None
+
+    def __getattr__(self, name: str) -> Any:  # as_of, staleness_note, memo, default_namespace
+        return getattr(self._source, name)
+
+    @property
+    def cluster_name(self) -> str:
+        return self._source.cluster_name
+
+    def _read(self, key: tuple[Any, ...], read: Callable[[], Any]) -> Any:
+        log = self.read_log
+        if log is None:
+            return read()
+        try:
+            value = read()
+        except SourceError as e:
+            log.note(key, Failed(str(e)))
+            raise
+        log.note(key, value)
+        return value
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        return self._read(  # type: ignore[no-any-return]
+            (OBJECT, kind, namespace, name),
+            lambda: self._source.get(kind, name, namespace=namespace),
+        )
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        return self._read(  # type: ignore[no-any-return]
+            (OBJECTS, kind, namespace), lambda: self._source.objects(kind, namespace=namespace)
+        )
+
+    def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
+        find = getattr(self._source, "indexed", None)
+        if not callable(find):
+            return None
+        found = find(kind, index, key)
+        if found is not None and self.read_log is not None:
+            self.read_log.note((OBJECTS, INDEX, kind, index, key), found)
+        return found  # type: ignore[no-any-return]
+
+    def node_usage(self) -> Mapping[str, NodeUsage]:
+        return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]
+
+    def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        if self._events is None:
+            self._events = by_subject(self._source.objects("Event"))
+        found = list(self._events.get((namespace, kind, name), []))
+        if self.read_log is not None:
+            key = (EVENTS, namespace, kind, name)
+            self.read_log.note(key, tuple(map(event_version, found)))
+        return found
+
+    def reread(self, key: tuple[Any, ...]) -> Any:
+        """What `key` (a read noted by a triage of an earlier sweep) shows now."""
+        tag = key[0]
+        try:
+            if tag == OBJECT:
+                _, kind, namespace, name = key
+                return self._source.get(kind, name, namespace=namespace)
+            if tag == OBJECTS and key[1] == INDEX:
+                _, _, kind, index, index_key = key
+                return self.indexed(kind, index, index_key)
+            if tag == OBJECTS:
+                _, kind, namespace = key
+                return self._source.objects(kind, namespace=namespace)
+            if tag == USAGE:
+                return self._source.node_usage()
+            if tag == LABELS:
+                try:
+                    node = self._source.get("Node", key[1])
+                except ForbiddenError:
+                    node = None
+                return labels(node) if node else {}
+            if tag == EVENTS:
+                _, namespace, kind, name = key
+                log, self.read_log = self.read_log, None
+                try:
+                    found = self.events_for(namespace=namespace, kind=kind, name=name)
+                finally:
+                    self.read_log = log
+                return tuple(map(event_version, found))
+        except SourceError as e:
+            return Failed(str(e))
+        raise KeyError(key)

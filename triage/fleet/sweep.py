@@ -1,0 +1,281 @@
+"""A sweep: every stuck GPU workload in scope triaged, and the answers grouped by root cause.
+
+Each stuck workload (`triage.fleet.stuck`) is triaged by the engine as if a user had asked;
+the reports are grouped by their cause: the same failing layer and signal, and the same
+blocking objects (the same broken nodes, node pool, ResourceQuota, ClusterQueue, missing
+label). Groups sort by GPUs waiting, so the cause that holds back the most GPUs comes first.
+
+A sweep reads the cluster once: events are listed once for all the triages, and the layers
+share work across them (`SweepSource`). With a `FleetMemo` (the bot's watch loop keeps one per
+cluster), a workload whose reads are unchanged since the last sweep keeps its answer: after
+one change in the cluster, only the workloads that change touches are triaged again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from triage import engine
+from triage.cluster.objects import meta, name_of, ns_of
+from triage.cluster.reads import Key, ReadLog
+from triage.cluster.source import ClusterSource, NotFoundError, SourceError
+from triage.config import EngineConfig
+from triage.fleet.model import Group, Member, Sweep, describe_cause, group_totals
+from triage.fleet.reuse import Current, FleetMemo, Kept
+from triage.fleet.source import SweepSource
+from triage.fleet.stuck import Stuck, stuck_workloads
+from triage.layers.base import VIEW, Context
+from triage.layers.scheduling.check import shapes_in, shared_evaluation
+from triage.model import Layer, Verdict
+from triage.playbooks import Playbook, load_playbook
+from triage.target import Target
+
+# Labels that name a node's pool, after the playbook's own: a group of full nodes is named
+# by its pool, not by the thousand nodes in it.
+POOL_FALLBACK = ("nvidia.com/gpu.product", "node.kubernetes.io/instance-type")
+
+
+def sweep(
+    source: ClusterSource,
+    *,
+    namespaces: Iterable[str] | None = None,
+    config: EngineConfig | None = None,
+    playbook: Playbook | None = None,
+    now: datetime | None = None,
+    memo: FleetMemo | None = None,
+) -> Sweep:
+    """Triage every stuck GPU workload in scope and group the answers by root cause.
+
+    With `memo`, answers whose reads are unchanged since the sweep that made them are kept
+    (see `triage.fleet.reuse`); the sweep counts what it triaged and what it kept."""
+    playbook = playbook or load_playbook()
+    config = config or EngineConfig()
+    shared = SweepSource(source)
+    as_of = getattr(source, "as_of", None)
+    stamp = now or (as_of if isinstance(as_of, datetime) else None) or datetime.now(UTC)
+    scope = None if namespaces is None else list(namespaces)
+    items = stuck_workloads(shared, scope)
+    run = _Run(shared, config=config, playbook=playbook, now=now, memo=memo)
+    verdicts = run.all(items)
+    if memo is not None:
+        memo.finish(
+            {(i.namespace, i.name) for i in items},
+            namespaces=scope,
+            redo=dict(shapes_in(shared.sweep_memo)),
+        )
+    pools = _Pools(shared, playbook.node_pools.labels)
+    groups: dict[str, list[tuple[Member, Verdict]]] = {}
+    waiting: list[Member] = []
+    for item in items:
+        verdict = verdicts.get((item.namespace, item.name))
+        if verdict is None:
+            continue
+        member = Member(
+            namespace=item.namespace,
+            name=item.name,
+            kind=item.kind,
+            pods=item.pods,
+            gpus=item.gpus,
+            since=item.since,
+            headline=verdict.headline,
+        )
+        if verdict.failing_layer is None:
+            waiting.append(member)
+            continue
+        groups.setdefault(_cause_key(verdict, pools), []).append((member, verdict))
+    built = [
+        _group(source.cluster_name, key, rows, pools, playbook, fresh=run.fresh)
+        for key, rows in groups.items()
+    ]
+    built.sort(key=lambda g: (-g.gpus, -g.workloads, g.layer.rank, g.key))
+    return Sweep(
+        cluster=source.cluster_name,
+        generated_at=stamp,
+        groups=built,
+        waiting=waiting,
+        errors=run.errors,
+        triaged=run.triaged,
+        reused=run.reused,
+    )
+
+
+class _Run:
+    """The triages of one sweep, keeping what still holds when a memo is given."""
+
+    def __init__(
+        self,
+        source: SweepSource,
+        *,
+        config: EngineConfig,
+        playbook: Playbook,
+        now: datetime | None,
+        memo: FleetMemo | None,
+    ) -> None:
+        self.source, self.config, self.playbook, self.now = source, config, playbook, now
+        self.memo = memo
+        self.clock = datetime.now(UTC)  # the age of kept answers is wall-clock time
+        self.errors: list[str] = []
+        self.triaged = self.reused = 0
+        self.verdicts: dict[tuple[str, str], Verdict] = {}
+        self.fresh: set[tuple[str, str]] = set()  # the workloads triaged (not kept)
+
+    def all(self, items: list[Stuck]) -> dict[tuple[str, str], Verdict]:
+        memo = self.memo
+        if memo is None:
+            for item in items:
+                self._triage(item)
+            return self.verdicts
+        memo.start((self.config, self.playbook))
+        current = Current(self.source, self._redo)
+        # First the workloads whose own reads changed: their triages redo the shared work
+        # (a shape's evaluation, the stack view) that the others then compare digests with;
+        # what no triage redid is redone on its own (`_redo`).
+        later: list[tuple[Stuck, Kept]] = []
+        for item in items:
+            kept = memo.candidate((item.namespace, item.name), self.clock)
+            holds = None if kept is None else current.holds(kept, shared=False)
+            if kept is None or holds is False:
+                self._triage(item)
+            elif holds:
+                self._keep(item, kept)
+            else:
+                later.append((item, kept))
+        for item, kept in later:
+            if current.holds(kept, shared=True):
+                self._keep(item, kept)
+            else:
+                self._triage(item)
+        return self.verdicts
+
+    def _redo(self, key: Key) -> None:
+        """Redo one piece of shared work a kept answer rests on, so its digest is known: the
+        stack view, or the evaluation of every node for one pod shape."""
+        assert self.memo is not None
+        placement = self.memo.redo.get(key)
+        if key[0] != VIEW[0] and placement is None:
+            return  # the triage of a workload that needs it will
+        pod = placement.pod if placement is not None else {}
+        target = Target(ns_of(pod), name_of(pod), "Pod", pod or None, [pod] if pod else [])
+        as_of = getattr(self.source, "as_of", None)
+        now = self.now or (as_of if isinstance(as_of, datetime) else None) or datetime.now(UTC)
+        ctx = Context(source=self.source, config=self.config, target=target, now=now)
+        if placement is None:
+            _ = ctx.view
+        else:
+            shared_evaluation(ctx, key[1], placement)
+
+    def _keep(self, item: Stuck, kept: Kept) -> None:
+        self.verdicts[(item.namespace, item.name)] = kept.verdict
+        self.reused += 1
+
+    def _triage(self, item: Stuck) -> None:
+        log = self.source.read_log = ReadLog() if self.memo is not None else None
+        try:
+            found = engine.verdict(
+                self.source,
+                namespace=item.namespace,
+                name=item.name,
+                config=self.config,
+                playbook=self.playbook,
+                now=self.now,
+            )
+        except NotFoundError:
+            return  # gone between the listing and its triage
+        except SourceError as e:
+            self.errors.append(f"{item.namespace}/{item.name}: {e}")
+            return
+        finally:
+            self.source.read_log = None
+        self.triaged += 1
+        key = (item.namespace, item.name)
+        self.verdicts[key] = found
+        self.fresh.add(key)
+        if self.memo is not None and log is not None:
+            self.memo.keep(key, found, log, self.clock)
+
+
+class _Pools:
+    """The pool each node belongs to (its value of the playbook's pool labels, else of
+    POOL_FALLBACK), read once per sweep, on first use."""
+
+    def __init__(self, source: ClusterSource, labels: Iterable[str]) -> None:
+        self._source, self._keys = source, (*labels, *POOL_FALLBACK)
+        self._index: dict[str, str] | None = None
+
+    def of(self, nodes: Iterable[str]) -> list[str]:
+        """The pools of `nodes`, sorted (a cause blocking on thousands of nodes of one pool
+        names one pool)."""
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            for n in self._source.objects("Node"):
+                lab = meta(n).get("labels") or {}
+                index[name_of(n)] = next(
+                    (f"{k}={lab[k]}" for k in self._keys if lab.get(k)), "unlabelled nodes"
+                )
+        found = set(map(index.get, nodes))
+        if None in found:
+            found.discard(None)
+            found.add("unknown nodes")
+        return sorted(found)  # type: ignore[arg-type]
+
+
+def _blocking(verdict: Verdict, pools: _Pools) -> list[str]:
+    """The objects a cause is about, as its group key: the pools of the nodes where it blocks
+    (pods differ in which nodes of a pool they may use, not in why: one driver crash across a
+    pool is one cause), and the quota, queue, label or request the failing signals name."""
+    cause = verdict.cause
+    if cause is None:
+        return []
+    objects = list(cause.objects)
+    if cause.nodes:
+        return [*objects, *(f"pool {p}" for p in pools.of(cause.nodes))]
+    if cause.layer == Layer.QUOTA and not objects:
+        return [f"namespace {verdict.pod.namespace}"]
+    return objects
+
+
+def _cause_key(verdict: Verdict, pools: _Pools) -> str:
+    cause = verdict.cause
+    code = cause.code if cause is not None else ""
+    raw = "|".join([verdict.cluster, str(verdict.failing_layer), code, *_blocking(verdict, pools)])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def _group(
+    cluster: str,
+    key: str,
+    rows: list[tuple[Member, Verdict]],
+    pools: _Pools,
+    playbook: Playbook,
+    *,
+    fresh: set[tuple[str, str]],
+) -> Group:
+    verdict = rows[0][1]
+    assert verdict.failing_layer is not None and verdict.cause is not None
+    blocking = _blocking(verdict, pools)
+    if verdict.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
+        # The broken nodes themselves are the platform's to fix: name every one.
+        nodes = sorted({n for _, r in rows if r.cause is not None for n in r.cause.nodes})
+        blocking += [f"node {n}" for n in nodes]
+    owners = {r.owner for _, r in rows}
+    # Members whose namespaces route to different teams: the cause is shared, so it goes to
+    # the owner of the layer (or of the signal), not to one tenant's team.
+    owner = (
+        verdict.owner
+        if len(owners) == 1
+        else playbook.route(verdict.failing_layer, codes=[verdict.cause.code])
+    )
+    return Group(
+        key=key,
+        cluster=cluster,
+        layer=verdict.failing_layer,
+        code=verdict.cause.code,
+        cause=describe_cause(verdict.cause.code, blocking),
+        blocking=blocking,
+        owner=owner,
+        triaged=sum((m.namespace, m.name) in fresh for m, _ in rows),
+        **group_totals([m for m, _ in rows]),
+    )
