@@ -21,6 +21,7 @@ from incidents.store import IncidentStore
 from tests.bot.bot_cluster import SlowSource, objects
 from tests.bot.fake_slack import FakeSlack, FakeSlackServer
 from tests.bot.signed import SECRET, SlackSender
+from tests.incidents.conftest import pg_url  # noqa: F401  (the PostgreSQL fixture, for the replica tests)
 from triage import ClusterSource
 
 POLICY: dict[str, Any] = {

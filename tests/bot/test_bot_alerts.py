@@ -4,13 +4,15 @@ nothing changed, after a restart, and with two replicas on one database."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from slack_sdk import WebClient
 
-from bot.alerts import AlertConfig, AlertConfigError, Alerter, load_alerts
+from bot.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
 from incidents import IncidentStore
 from tests.bot.fake_slack import FakeSlack
 from triage import load_snapshot
@@ -112,6 +114,43 @@ def test_two_replicas_on_one_database_post_each_group_once(
         fewer = with_members(fleet, d.key, d.members[:1])
         assert a.cycle(fewer).updated + b.cycle(fewer).updated == 1
         assert len(fake.of("chat.postMessage")) == 2 and len(fake.of("chat.update")) == 1
+    finally:
+        one.close()
+        two.close()
+
+
+@pytest.mark.postgres
+def test_two_replicas_racing_on_postgresql_post_update_and_resolve_each_group_once(
+    fake: FakeSlack, pg_url: str, fleet: Sweep
+) -> None:
+    """Two bot processes' alerters run the same cycle at the same moment against one
+    PostgreSQL: the database's constraints decide who posts, updates and resolves."""
+    one, two = IncidentStore.from_url(pg_url), IncidentStore.from_url(pg_url)
+    one.upgrade()
+    replicas = [alerter(fake, one), alerter(fake, two)]
+
+    def race(s: Sweep) -> list[CycleResult]:
+        start = threading.Barrier(len(replicas))
+
+        def cycle(a: Alerter) -> CycleResult:
+            start.wait()
+            return a.cycle(s)
+
+        with ThreadPoolExecutor(len(replicas)) as pool:
+            return list(pool.map(cycle, replicas))
+
+    try:
+        for _ in range(3):
+            race(fleet)
+        assert len(fake.of("chat.postMessage")) == 2
+        d = driver(fleet)
+        fewer = with_members(fleet, d.key, d.members[:1])
+        assert sum(r.updated for r in race(fewer) + race(fewer)) == 1
+        assert len(fake.of("chat.update")) == 1
+        gone = with_members(fleet, d.key, [])
+        assert sum(r.resolved for r in race(gone) + race(gone)) == 1
+        assert len(fake.of("chat.update")) == 2
+        assert len(fake.of("chat.postMessage")) == 3  # the two alerts, one "resolved" reply
     finally:
         one.close()
         two.close()
