@@ -4,6 +4,8 @@ Three kinds of change, in turn: a node's status refresh (the kubelet rewriting i
 conditions' heartbeat times), a training pod finishing (deleted, as a Job's TTL controller
 does) and a new one starting on the same node with the same GPUs. At 5,000 nodes the kubelets
 alone send about 17 node updates a second (one per node every 5 minutes when nothing changes).
+`one(kind)` applies a single change (those, or a driver pod crashing on a healthy node) and
+says which object it touched, for the bench's re-sweeps.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from bench.synth import pod
+from bench.synth import OPERATOR_NS, pod
 from kube.testing import FakeApiServer
 from triage.cluster.objects import Obj
 
 Running = tuple[str, str, str, int]  # namespace, name, node, GPUs
+Touched = tuple[str, str, str, bool]  # kind, namespace, name, deleted
 
 
 def running_pods(objs: list[Obj]) -> list[Running]:
@@ -67,33 +70,60 @@ class Churn:
 
     def _run(self) -> None:
         period, due = 1.0 / self.rate, time.monotonic()
-        for step in itertools.cycle((self._node_status, self._pod_finishes, self._pod_starts)):
+        for step in itertools.cycle(("heartbeat", "finish", "start")):
             due += period
             if self._stop.wait(max(0.0, due - time.monotonic())):
                 return
-            step()
-            self.applied += 1
+            self.one(step)
 
-    def _node_status(self) -> None:
+    def one(self, kind: str) -> Touched:
+        """Apply one change now: "heartbeat", "finish" (a running pod ends), "start" or
+        "crash" (the NVIDIA driver pod of a healthy GPU node goes into CrashLoopBackOff)."""
+        steps = {"heartbeat": self._node_status, "finish": self._pod_finishes,
+                 "start": self._pod_starts, "crash": self._driver_crashes}  # fmt: skip
+        touched = steps[kind]()
+        self.applied += 1
+        return touched
+
+    def _node_status(self) -> Touched:
         name = self._rnd.choice(self.nodes)
         node = self.server.object("Node", name)
-        if node is None:
-            return
-        beat = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        for cond in node["status"]["conditions"]:
-            cond["lastHeartbeatTime"] = beat
-        self.server.apply(node)
+        if node is not None:
+            beat = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            for cond in node["status"]["conditions"]:
+                cond["lastHeartbeatTime"] = beat
+            self.server.apply(node)
+        return ("Node", "", name, False)
 
-    def _pod_finishes(self) -> None:
+    def _pod_finishes(self) -> Touched:
         i = self._rnd.randrange(len(self.running))
         ns, name, node, gpu = self.running[i]
         self.server.delete("Pod", name, namespace=ns)
         # The freed slot is taken by the next start (same node, same GPUs).
         self.running[i] = self.running[-1]
         self.running[-1] = (ns, "", node, gpu)
+        return ("Pod", ns, name, True)
 
-    def _pod_starts(self) -> None:
+    def _pod_starts(self) -> Touched:
         ns, _, node, gpu = self.running[-1]
         name = f"churn-{next(self._serial):06d}-0"
         self.server.apply(pod(name, ns, node=node, gpu=gpu, phase="Running"))
         self.running[-1] = (ns, name, node, gpu)
+        return ("Pod", ns, name, False)
+
+    def _driver_crashes(self) -> Touched:
+        for node in self._rnd.sample(self.nodes, len(self.nodes)):
+            name = f"nvidia-driver-daemonset-{node}"
+            driver = self.server.object("Pod", name, namespace=OPERATOR_NS)
+            status = (driver or {}).get("status") or {}
+            containers = status.get("containerStatuses") or []
+            if driver is None or not containers or not containers[0].get("ready"):
+                continue
+            containers[0]["ready"] = False
+            containers[0]["restartCount"] = 5
+            containers[0]["state"] = {
+                "waiting": {"reason": "CrashLoopBackOff", "message": "driver not loaded"}
+            }
+            self.server.apply(driver)
+            return ("Pod", OPERATOR_NS, name, False)
+        raise LookupError("no healthy driver pod left")

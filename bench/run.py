@@ -70,23 +70,50 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def fleet(cache: CachedSource, single_p50: float) -> None:
-    """The fleet view: every stuck GPU workload triaged and grouped, twice (the first sweep
-    after the cache synced, then a repeat), with the API requests each sent."""
-    from triage.fleet import sweep
+def fleet(cache: CachedSource, single_p50: float, change: Callable[[str], list[Any]]) -> None:
+    """The fleet view: every stuck GPU workload triaged and grouped. Full sweeps (every
+    workload triaged; the first after the single-pod triages, then a repeat), then the bot's
+    sweeps that keep answers between them: with nothing changed, and after one change of each
+    kind (`change` applies it on the server and returns what it touched)."""
+    from triage.fleet import FleetMemo, sweep
     from triage.playbooks import load_playbook
 
     playbook = load_playbook()
-    for title in ("first", "repeat"):
+
+    def run(title: str, memo: FleetMemo | None, last: Any = None) -> Any:
         before = cache.client.requests
         t = time.perf_counter()
-        result = sweep(cache, playbook=playbook)
+        result = sweep(cache, playbook=playbook, memo=memo)
         seconds = time.perf_counter() - t
-        per = seconds * 1000 / max(result.workloads, 1)
-        print(f"fleet sweep ({title}): {seconds:.2f}s for {result.workloads} stuck workloads in "
-              f"{len(result.groups)} groups, {result.gpus} GPUs waiting; API requests "
-              f"{cache.client.requests - before}; {per:.2f} ms per workload (single-pod warm "
-              f"p50 {single_p50:.2f} ms)  RSS {rss_mb():.0f} MB")  # fmt: skip
+        per = seconds * 1000 / max(result.workloads + len(result.waiting), 1)
+        touched = _touched(last, result) if last is not None else len(result.groups)
+        print(f"fleet {title}: {seconds:.2f}s, {result.workloads} stuck workloads in "
+              f"{len(result.groups)} groups, {result.gpus} GPUs waiting; triaged "
+              f"{result.triaged}, kept {result.reused}; groups touched {touched} of "
+              f"{len(result.groups)}; API requests {cache.client.requests - before}; "
+              f"{per:.2f} ms per workload = {per / single_p50:.3f}x a single-pod warm triage "
+              f"(p50 {single_p50:.2f} ms)  RSS {rss_mb():.0f} MB")  # fmt: skip
+        return result
+
+    run("sweep, full (first)", None)
+    run("sweep, full (repeat)", None)
+    memo = FleetMemo()
+    last = run("sweep keeping answers, first", memo)
+    last = run("re-sweep, nothing changed", memo, last)
+    for kind, what in (("heartbeat", "a node's status heartbeat"),
+                       ("finish", "a running pod finished"),
+                       ("crash", "a driver pod crashed on a healthy node")):  # fmt: skip
+        touched = change(kind)
+        last = run(f"re-sweep after one change ({what}: {'/'.join(touched[1:3])})", memo, last)
+
+
+def _touched(before: Any, after: Any) -> int:
+    """Groups of `after` with a member triaged again, plus groups that came or went."""
+    old = {g.key: {(m.namespace, m.name) for m in g.members} for g in before.groups}
+    new = {g.key: {(m.namespace, m.name) for m in g.members} for g in after.groups}
+    changed = {k for k, v in new.items() if old.get(k) != v}
+    fresh = {g.key for g in after.groups if g.triaged}
+    return len(changed | fresh | (old.keys() - new.keys()))
 
 
 def main() -> None:
@@ -158,9 +185,24 @@ def main() -> None:
                   f"API requests/triage {per:.2f}  RSS {rss_mb():.0f} MB")  # fmt: skip
             return pct(times, 50)
 
+        def change(kind: str) -> list[Any]:
+            """One change on the server, returned once the cache has it."""
+            server.stdin.write(f"one {kind}\n")  # type: ignore[union-attr]
+            server.stdin.flush()  # type: ignore[union-attr]
+            said = json.loads(server.stdout.readline())  # type: ignore[union-attr]
+            touched = said["touched"]
+            obj_kind = touched[0]
+            deadline = time.monotonic() + 30
+            want = int(said["resourceVersion"] or 0)
+            while time.monotonic() < deadline:
+                if int(cache.resource_version(obj_kind) or 0) >= want:
+                    break
+                time.sleep(0.01)
+            return list(touched)
+
         p50 = warm("warm")
         if label == "triage.triage":
-            fleet(cache, p50)
+            fleet(cache, p50, change)
         if args.churn > 0:
             server.stdin.write("churn\n")
             server.stdin.flush()

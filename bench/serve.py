@@ -2,7 +2,9 @@
 
 Prints one JSON line {"url": ..., "pending": [[ns, name], ...]} once ready, then serves until
 stdin closes. A line "churn" on stdin starts changing the cluster at `--churn` changes a second
-(see `bench.churn`); "quiet" stops it and prints {"applied": N}.
+(see `bench.churn`); "quiet" stops it and prints {"applied": N}. "one KIND" applies a single
+change and prints {"touched": [kind, namespace, name, deleted], "resourceVersion": rv} (the
+server's resourceVersion after it).
 """
 
 from __future__ import annotations
@@ -36,11 +38,15 @@ def main() -> None:
     server.start()
     print(json.dumps({"url": server.url, "pending": pending}), flush=True)
     for line in sys.stdin:
-        if line.strip() == "churn":
+        word, _, arg = line.strip().partition(" ")
+        if word == "churn":
             churn.start()
-        elif line.strip() == "quiet":
+        elif word == "quiet":
             churn.stop()
             print(json.dumps({"applied": churn.applied}), flush=True)
+        elif word == "one":
+            touched = churn.one(arg)
+            print(json.dumps({"touched": touched, "resourceVersion": str(server.rv)}), flush=True)
     churn.stop()
     server.stop()
 
