@@ -40,6 +40,7 @@ from triage import (
     TriageReport,
     UnavailableError,
 )
+from triage.fleet import Sweep
 
 if TYPE_CHECKING:
     from assist.ask import Assistant
@@ -240,16 +241,40 @@ class Handlers:
         except (InvalidNameError, SourceError, LookupError) as e:
             self.say(asker, _failure(e))
             return
-        result = result.only(viewer.may_see)
-        text = f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting"
-        blocks = pending_blocks(result, scope=scope)
-        if asker.respond is not None and asker.thread_ts is None:
+        mine = result.only(viewer.may_see)
+        in_channel = asker.channel is not None and not asker.channel.startswith("D")
+        if (asker.respond is not None and asker.thread_ts is None) or not in_channel:
+            self._private_groups(asker, mine, scope=scope)
+            return
+        # A mention in a channel answers there, for everyone in it: only what the channel's
+        # audience may see too; whatever else the asker may see reaches them alone.
+        assert asker.channel is not None
+        audience = self.policy.audience(asker.channel)
+        public = result.only(lambda ns: viewer.may_see(ns) and audience.may_see(ns))
+        self.client.chat_postMessage(
+            channel=asker.channel,
+            thread_ts=asker.thread_ts,
+            text=_pending_text(public),
+            blocks=pending_blocks(
+                public, scope=scope if audience.operator else "the namespaces this channel may see"
+            ),
+        )
+        if _members(public) != _members(mine):
+            self._private_groups(asker, mine, scope=scope)
+
+    def _private_groups(self, asker: Asker, result: Sweep, *, scope: str) -> None:
+        text, blocks = _pending_text(result), pending_blocks(result, scope=scope)
+        if asker.respond is not None:
             asker.respond(
                 text=text, blocks=blocks, response_type="ephemeral", replace_original=False
             )
         elif asker.channel:
-            self.client.chat_postMessage(
-                channel=asker.channel, thread_ts=asker.thread_ts, text=text, blocks=blocks
+            self.client.chat_postEphemeral(
+                channel=asker.channel,
+                user=asker.user,
+                thread_ts=asker.thread_ts,
+                text=text,
+                blocks=blocks,
             )
 
     def open_group(self, asker: Asker, value: str) -> None:
@@ -377,3 +402,13 @@ def _failure(e: Exception) -> str:
     if isinstance(e, LookupError):  # an unknown --cluster name
         return msg.unknown_cluster(str(e).strip("'\""))
     return msg.source_error(str(e))
+
+
+def _pending_text(result: Sweep) -> str:
+    return f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting"
+
+
+def _members(result: Sweep) -> set[tuple[str, str]]:
+    return {(m.namespace, m.name) for g in result.groups for m in g.members} | {
+        (m.namespace, m.name) for m in result.waiting
+    }

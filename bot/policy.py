@@ -142,6 +142,20 @@ class AccessPolicy(_Strict):
         )
 
 
+    def audience(self, channel: str) -> Viewer:
+        """What everyone in `channel` may see by being there: all of it in an operator
+        channel, the namespaces of the tenants that list the channel, else nothing. A public
+        answer in a channel shows no more than this."""
+        return Viewer(
+            user="",
+            operator=channel in self.operators.channels,
+            namespaces=frozenset(
+                ns for t in self.tenants if channel in t.channels for ns in t.namespaces
+            ),
+            default_namespace=None,
+        )
+
+
 @dataclass(frozen=True)
 class Viewer:
     """One user's view: operators see everything, tenants their mapped namespaces."""

@@ -1,4 +1,4 @@
-"""A small cluster for the bot tests: one full GPU node, a tenant pod waiting for it.
+"""A small cluster for the bot tests: one full GPU node, a pod of each tenant waiting for it.
 
 The event message carries mrkdwn that must never ping anyone; the node runs another tenant's
 pod, which is operator-only detail.
@@ -123,6 +123,7 @@ def objects() -> list[Obj]:
         _namespace("team-b"),
         _namespace("gpu-operator"),
         _pod("team-a", "train-x"),
+        _pod("team-b", "eval-b"),
         _pod("team-b", OTHER_TENANT_POD, node="gpu-node-1"),
         *system,
         event,

@@ -72,6 +72,8 @@ class FakeSlack:
             if channel in self.not_in_channel:
                 return {"ok": False, "error": "not_in_channel"}
             return {"ok": True, "channel": channel, "ts": f"1700000000.{next(self._ts):06d}"}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": f"1700000000.{next(self._ts):06d}"}
         if method == "chat.update":
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
         if method == "chat.getPermalink":

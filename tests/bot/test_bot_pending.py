@@ -67,3 +67,33 @@ def test_the_group_button_opens_a_thread_once_and_links_it_after(bot: Bot) -> No
     bot.slack.click(action_id="gpu_group_thread", value="{not json", user="UTENB", channel="DTENB")
     bot.fake.wait(lambda: len(bot.fake.of("response")) >= 3)
     assert "No open incident for that cause" in bot.fake.of("response")[2].args["text"]
+
+
+def _posted(bot: Bot, method: str, n: int) -> list[str]:
+    bot.fake.wait(lambda: len(bot.fake.of(method)) >= n)
+    return [json.dumps(c.args.get("blocks")) for c in bot.fake.of(method)]
+
+
+def test_a_mention_answers_in_the_thread_what_the_channel_may_see(bot: Bot) -> None:
+    """In an operator channel the whole picture goes to the thread; in a tenant's channel only
+    that tenant's namespaces do, and the operator gets the rest privately."""
+    bot.slack.mention("pending", user="UOPS", channel="COPS", thread_ts="1700000000.000100")
+    [public] = _posted(bot, "chat.postMessage", 1)
+    assert "team-a/train-x" in public and "team-b/" in public
+    assert not bot.fake.of("chat.postEphemeral")
+
+    bot.slack.mention("pending", user="UOPS", channel="CTEAMA", thread_ts="1700000000.000200")
+    public = _posted(bot, "chat.postMessage", 2)[1]
+    assert "team-a/train-x" in public and "team-b/" not in public
+    [private] = _posted(bot, "chat.postEphemeral", 1)
+    assert "team-b/" in private
+    call = bot.fake.of("chat.postEphemeral")[0]
+    assert call.args["user"] == "UOPS" and call.args["thread_ts"] == "1700000000.000200"
+
+
+def test_a_tenant_mentioning_the_bot_elsewhere_shows_the_channel_nothing(bot: Bot) -> None:
+    bot.slack.mention("pending", user="UTENA", channel="CRANDOM", thread_ts="1700000000.000300")
+    [public] = _posted(bot, "chat.postMessage", 1)
+    assert "team-a/" not in public and "0 stuck GPU workload(s)" in public
+    [private] = _posted(bot, "chat.postEphemeral", 1)
+    assert "team-a/train-x" in private and "team-b/" not in private
