@@ -5,8 +5,9 @@ Each triage of a sweep runs with a `ReadLog`; its answer is kept with what it re
 sweep re-reads those keys (a dictionary lookup or an identity check per key on a watch-backed
 cache, each key once per sweep however many workloads share it) and triages again only the
 workloads whose reads differ. Shared work (the evaluation of every node for one pod shape, the
-GPU stack view) is compared by digest: it is recomputed once per sweep by the first workload
-that needs it, and the other workloads of that shape compare against it.
+GPU stack view) is compared by digest: it is redone once per sweep, by the first workload of
+that shape triaged again or on its own from the placement kept for it, and the workloads that
+rest on it compare digests.
 
 Never kept: answers that depend on the clock (`ReadLog.volatile`), workloads nothing blocks
 (they are waiting for something in motion), and any answer older than `max_age`, so a

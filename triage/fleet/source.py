@@ -100,7 +100,8 @@ class SweepSource:
         return found
 
     def reread(self, key: tuple[Any, ...]) -> Any:
-        """What `key` (a read noted by a triage of an earlier sweep) shows now."""
+        """What `key` (a read noted by a triage of an earlier sweep) shows now. Called between
+        triages, when no read log is set."""
         tag = key[0]
         try:
             if tag == OBJECT:
@@ -122,11 +123,7 @@ class SweepSource:
                 return labels(node) if node else {}
             if tag == EVENTS:
                 _, namespace, kind, name = key
-                log, self.read_log = self.read_log, None
-                try:
-                    found = self.events_for(namespace=namespace, kind=kind, name=name)
-                finally:
-                    self.read_log = log
+                found = self.events_for(namespace=namespace, kind=kind, name=name)
                 return tuple(map(event_version, found))
         except SourceError as e:
             return Failed(str(e))

@@ -161,10 +161,13 @@ class _Run:
         as_of = getattr(self.source, "as_of", None)
         now = self.now or (as_of if isinstance(as_of, datetime) else None) or datetime.now(UTC)
         ctx = Context(source=self.source, config=self.config, target=target, now=now)
-        if placement is None:
-            _ = ctx.view
-        else:
-            shared_evaluation(ctx, key[1], placement)
+        try:
+            if placement is None:
+                _ = ctx.view
+            else:
+                shared_evaluation(ctx, key[1], placement)
+        except SourceError:
+            return  # unknown digest: the workload is triaged, and its triage says what failed
 
     def _keep(self, item: Stuck, kept: Kept) -> None:
         self.verdicts[(item.namespace, item.name)] = kept.verdict
