@@ -12,7 +12,6 @@ driver and device plugin too), then quota and queues. Each is a `LayerCheck` (se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from triage.cluster.events import parse_time
@@ -24,12 +23,12 @@ from triage.layers.base import Context, LayerCheck, Outcome
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
 from triage.layers.scheduling.reasons import WAITING
-from triage.model import Layer, TriageReport, Verdict
+from triage.model import TriageReport, Verdict
 from triage.names import validate_name, validate_namespace
 from triage.playbooks import Playbook, load_playbook
 from triage.signals import Signal, owned
 from triage.target import resolve
-from triage.verdict import assemble, judge
+from triage.verdict import Diagnosis, assemble, judge
 
 CHECKS: tuple[LayerCheck, ...] = (bound.check, scheduling.check, quota.check)
 
@@ -49,21 +48,11 @@ def triage(
     pod nor a workload of that name exists (or the namespace does not), and other
     `SourceError`s when the cluster cannot be read at all.
     """
-    config = config or EngineConfig()
-    playbook = playbook or load_playbook()
-    d = _diagnose(source, namespace=namespace, name=name, config=config, now=now)
-    view = d.ctx.view
+    d, ctx = _diagnose(source, namespace, name, config=config, playbook=playbook, now=now)
+    view = ctx.view
     return assemble(
-        source=source,
-        target=d.ctx.target,
-        signals=d.signals,
-        unknowns=d.ctx.unknowns,
-        notes=d.ctx.notes,
-        headline=d.headline,
-        playbook=playbook,
-        config=config,
-        node_labels=d.ctx.node_labels,
-        ok_summaries=d.ok,
+        d,
+        notes=ctx.notes,
         now=now,
         gpu_stack=view.describe(),
         operator_namespace=view.namespace,
@@ -83,51 +72,40 @@ def verdict(
     """`triage`'s verdict (failing layer, headline, cause, owner) without the evidence and
     steps of a full report: what the fleet view needs of each of thousands of workloads.
     Raises as `triage` does."""
-    config = config or EngineConfig()
-    d = _diagnose(source, namespace=namespace, name=name, config=config, now=now)
-    return judge(
-        source=source,
-        target=d.ctx.target,
-        signals=d.signals,
-        unknowns=d.ctx.unknowns,
-        headline=d.headline,
-        playbook=playbook or load_playbook(),
-        config=config,
-        node_labels=d.ctx.node_labels,
-        ok_summaries=d.ok,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Diagnosis:
-    ctx: Context
-    signals: list[Signal]
-    headline: str | None
-    ok: dict[Layer, str]
+    d, _ = _diagnose(source, namespace, name, config=config, playbook=playbook, now=now)
+    return judge(d)
 
 
 def _diagnose(
     source: ClusterSource,
-    *,
     namespace: str,
     name: str,
-    config: EngineConfig,
+    *,
+    config: EngineConfig | None,
+    playbook: Playbook | None,
     now: datetime | None,
-) -> _Diagnosis:
+) -> tuple[Diagnosis, Context]:
     """Every layer check run on the target, and the root-cause rule applied to their signals."""
     validate_namespace(namespace)
     validate_name(name, what="pod or workload name")
+    config = config or EngineConfig()
     target = resolve(source, namespace=namespace, name=name)
     as_of = now or getattr(source, "as_of", None) or datetime.now(UTC)
     ctx = Context(source=source, config=config, target=target, now=as_of)
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
-    return _Diagnosis(
-        ctx=ctx,
+    diagnosis = Diagnosis(
+        source=source,
+        target=target,
         signals=signals,
+        unknowns=ctx.unknowns,
         headline=_headline(ctx, outcomes, signals),
-        ok={k: v for o in outcomes for k, v in o.ok.items()},
+        ok_summaries={k: v for o in outcomes for k, v in o.ok.items()},
+        node_labels=ctx.node_labels,
+        playbook=playbook or load_playbook(),
+        config=config,
     )
+    return diagnosis, ctx
 
 
 def _root_cause(outcomes: list[Outcome]) -> list[Signal]:

@@ -46,33 +46,41 @@ def _data_age(source: ClusterSource) -> str | None:
     return None
 
 
-def _findings(
-    *,
-    target: Target,
-    signals: list[Signal],
-    unknowns: list[Unknown],
-    config: EngineConfig,
-    ok_summaries: dict[Layer, str],
-    layers: tuple[Layer, ...] = LAYER_ORDER,
-) -> dict[Layer, Finding]:
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """What a verdict is made from: a triage's signals after the root-cause rule, and what
+    the checks left beside them (unknown layers, a headline, passing layers' lines)."""
+
+    source: ClusterSource
+    target: Target
+    signals: list[Signal]
+    unknowns: list[Unknown]
+    headline: str | None  # the headline when nothing blocks (None: the default)
+    ok_summaries: dict[Layer, str]
+    node_labels: Callable[[str], dict[str, str]]
+    playbook: Playbook
+    config: EngineConfig
+
+
+def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Layer, Finding]:
     """One finding per layer in `layers`."""
-    subject = target.subject
+    subject = d.target.subject
     gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
     by_layer: dict[Layer, list[Signal]] = {layer: [] for layer in LAYER_ORDER}
-    for s in signals:
+    for s in d.signals:
         by_layer[s.layer].append(s)
     return {
         layer: build_finding(
             layer,
             by_layer[layer],
-            unknowns,
-            ok_summary=ok_summaries.get(layer, OK_SUMMARY[layer]),
+            d.unknowns,
+            ok_summary=d.ok_summaries.get(layer, OK_SUMMARY[layer]),
             skipped=(
                 "the pod requests no NVIDIA resources"
                 if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
                 else None
             ),
-            limit=config.max_evidence,
+            limit=d.config.max_evidence,
         )
         for layer in layers
     }
@@ -96,32 +104,22 @@ class _Decision:
     mine: list[Signal] = field(default_factory=list)
 
 
-def _decide(
-    *,
-    source: ClusterSource,
-    target: Target,
-    signals: list[Signal],
-    findings: dict[Layer, Finding],
-    headline: str | None,
-    playbook: Playbook,
-    node_labels: Callable[[str], dict[str, str]],
-) -> _Decision:
-    failing = _failing(signals)
+def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
+    failing = _failing(d.signals)
+    t = d.target
     if failing is None:
-        return _Decision(
-            None, headline or f"{target.kind} {target.name}: nothing blocks it at any layer"
-        )
+        return _Decision(None, d.headline or f"{t.kind} {t.name}: nothing blocks it at any layer")
     finding = findings[failing]
-    mine = [s for s in signals if s.blocking and s.layer == failing]
+    mine = [s for s in d.signals if s.blocking and s.layer == failing]
     nodes = [n for s in mine for n in s.nodes]
     try:
-        ns_obj = source.get("Namespace", target.namespace)
+        ns_obj = d.source.get("Namespace", t.namespace)
     except ForbiddenError:
         ns_obj = None
-    owner = playbook.route(
+    owner = d.playbook.route(
         failing,
         namespace=ns_obj,
-        node_labels=[node_labels(n) for n in nodes[:5]],
+        node_labels=[d.node_labels(n) for n in nodes[:5]],
         codes=finding.codes[:1],
     )
     cause = Cause(
@@ -133,45 +131,14 @@ def _decide(
     return _Decision(failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine)
 
 
-def judge(
-    *,
-    source: ClusterSource,
-    target: Target,
-    signals: list[Signal],
-    unknowns: list[Unknown],
-    headline: str | None,
-    playbook: Playbook,
-    config: EngineConfig,
-    node_labels: Callable[[str], dict[str, str]],
-    ok_summaries: dict[Layer, str],
-) -> Verdict:
+def judge(d: Diagnosis) -> Verdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
-    failing = _failing(signals)
-    findings = (
-        {}
-        if failing is None
-        else _findings(
-            target=target,
-            signals=signals,
-            unknowns=unknowns,
-            config=config,
-            ok_summaries=ok_summaries,
-            layers=(failing,),
-        )
-    )
-    decision = _decide(
-        source=source,
-        target=target,
-        signals=signals,
-        findings=findings,
-        headline=headline,
-        playbook=playbook,
-        node_labels=node_labels,
-    )
+    failing = _failing(d.signals)
+    decision = _decide(d, {} if failing is None else _findings(d, (failing,)))
     return Verdict(
-        cluster=source.cluster_name,
-        pod=_pod_ref(target),
+        cluster=d.source.cluster_name,
+        pod=_pod_ref(d.target),
         failing_layer=decision.failing,
         headline=decision.headline,
         cause=decision.cause,
@@ -180,39 +147,18 @@ def judge(
 
 
 def assemble(
+    d: Diagnosis,
     *,
-    source: ClusterSource,
-    target: Target,
-    signals: list[Signal],
-    unknowns: list[Unknown],
     notes: list[str],
-    headline: str | None,
-    playbook: Playbook,
-    config: EngineConfig,
-    node_labels: Callable[[str], dict[str, str]],
-    ok_summaries: dict[Layer, str],
     now: datetime | None,
     gpu_stack: list[str] | None = None,
     operator_namespace: str | None = None,
     stack_values: dict[str, str] | None = None,
 ) -> TriageReport:
-    findings = _findings(
-        target=target,
-        signals=signals,
-        unknowns=unknowns,
-        config=config,
-        ok_summaries=ok_summaries,
-    )
-    decision = _decide(
-        source=source,
-        target=target,
-        signals=signals,
-        findings=findings,
-        headline=headline,
-        playbook=playbook,
-        node_labels=node_labels,
-    )
-    ref = _pod_ref(target)
+    """The full report: every layer's finding, the verdict, and the playbook's steps."""
+    findings = _findings(d)
+    decision = _decide(d, findings)
+    target, ref = d.target, _pod_ref(d.target)
     remedy = _Remedy()
     if decision.failing is not None and decision.finding is not None:
         nodes = [n for s in decision.mine for n in s.nodes]
@@ -225,12 +171,13 @@ def assemble(
             **_fault_values(decision.mine),
             **(stack_values or {}),
         }
+        playbook = d.playbook
         steps, operator_steps = playbook.steps(decision.failing, decision.finding.codes, **values)
         remedy = _Remedy(steps, operator_steps, playbook.verification(decision.failing, **values))
     return TriageReport(
-        data_age_note=_data_age(source),
+        data_age_note=_data_age(d.source),
         pod=ref,
-        cluster=source.cluster_name,
+        cluster=d.source.cluster_name,
         failing_layer=decision.failing,
         headline=decision.headline,
         findings=list(findings.values()),
