@@ -184,3 +184,36 @@ def test_alerts_values_reach_the_bot_as_a_file_it_can_load(tmp_path: Path) -> No
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["GPU_TRIAGE_ALERTS"] == "/etc/gpu-triage/alerts.yaml"
     assert any(v["name"] == "config" for v in pod["volumes"])
+
+
+@pytest.mark.skipif(
+    shutil.which("helm") is None,
+    reason="helm is not on PATH (make test installs it through .ci/tools)",
+)
+def test_helm_lint_passes_and_the_rendered_pod_is_hardened_and_probed() -> None:
+    """What the cluster receives, not what values.yaml says: `helm lint --strict`, then the
+    rendered Deployment's probes, pod and container securityContext, and RBAC verbs that
+    never write unless test pods are enabled."""
+    lint = subprocess.run(
+        ["helm", "lint", "--strict", str(CHART)], capture_output=True, text=True, timeout=60
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    out = subprocess.run(
+        ["helm", "template", "t", str(CHART)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    [bot] = pod["containers"]
+    assert bot["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert bot["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    hardening = bot["securityContext"]
+    assert hardening["readOnlyRootFilesystem"] is True
+    assert hardening["allowPrivilegeEscalation"] is False
+    assert hardening["capabilities"] == {"drop": ["ALL"]}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    writes = {"create", "update", "patch", "delete", "deletecollection", "escalate", "bind"}
+    for role in (d for d in docs if d["kind"] in ("ClusterRole", "Role")):
+        for rule in role["rules"]:
+            assert not writes & set(rule["verbs"]), (role["metadata"]["name"], rule)
