@@ -11,6 +11,7 @@ arrives over the WebSocket instead of `/slack/events`.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SLACK_PATH = "/slack/events"
+_TIMESTAMP = re.compile(r"[0-9]{1,15}")  # Unix seconds, ASCII digits only (not "¹²³")
 
 
 class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
@@ -70,6 +72,11 @@ class Router:
             start_response("200 OK", [("Content-Type", content_type)])
             return [body]
         if self.slack is not None and path == SLACK_PATH:
+            stamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
+            if stamp is not None and not _TIMESTAMP.fullmatch(stamp):
+                # bolt's signature check would call int() on it and answer 500
+                log.info("refused a Slack request with timestamp %r", stamp[:40])
+                return _plain(start_response, "401 Unauthorized", b"invalid request\n")
             return self.slack(environ, start_response)
         return _plain(start_response, "404 Not Found", b"not found\n")
 

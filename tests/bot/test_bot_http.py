@@ -48,6 +48,24 @@ def test_stale_timestamp_is_rejected(bot: Bot) -> None:
     assert reply.status == 401
 
 
+@pytest.mark.parametrize("stamp", ["abc", "", "1.5", "1e9", " 17", "-1", "9" * 40, "¹²³"])
+def test_a_timestamp_that_is_not_a_number_is_unauthorized_not_an_error(
+    bot: Bot, stamp: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = bot.slack.command_body("why-pending train-x -n team-a")
+    sig = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)
+    reply = bot.slack.post(
+        body,
+        content_type="application/x-www-form-urlencoded",
+        signature=sig,
+        headers={"X-Slack-Request-Timestamp": stamp},
+    )
+    assert reply.status == 401
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    time.sleep(0.2)
+    assert bot.service.count == 0 and bot.fake.posts() == []
+
+
 def test_not_ready_until_the_cluster_cache_is_synced(bot: Bot) -> None:
     reason: list[str | None] = ["cluster prod: cache still syncing"]
     server = Server(
