@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, BoltRequest, BoltResponse, Respond
@@ -40,7 +41,7 @@ from bot.handlers import Asker, Handlers
 from bot.policy import AccessPolicy, UsergroupCache
 from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
 from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE
-from bot.work import SeenSet, WorkerPool
+from bot.work import Flights, SeenSet, WorkerPool
 from incidents.errors import IncidentStoreError
 
 if TYPE_CHECKING:
@@ -79,6 +80,11 @@ def create_app(
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         client=client,
         process_before_response=False,
+        # Listeners run here up to their ack (parse, a policy check, hand off): as many as
+        # there are HTTP threads waiting for acks (bolt's default is 5).
+        listener_executor=ThreadPoolExecutor(
+            max_workers=settings.http_threads, thread_name_prefix="gpu-triage-listener"
+        ),
         # auth.test at startup proves the token works before we take traffic.
         token_verification_enabled=True,
     )
@@ -97,6 +103,7 @@ def create_app(
     )
     buttons = Buttons(handlers=handlers)
     app.pool = WorkerPool(workers=settings.workers, max_pending=settings.max_pending)
+    flights = Flights(app.pool)
     app.handlers = handlers
     seen = SeenSet(ttl=600.0)
 
@@ -126,6 +133,14 @@ def create_app(
             log.info("dropping repeated delivery %s (retry %s)", key, retry)
             return BoltResponse(status=200, body="")
         return next()
+
+    def why_pending(asker: Asker, cmd: WhyPending) -> None:
+        """On the listener's thread, after the ack: a policy check, then the triage is
+        joined or started (`Flights`); nothing here waits for the cluster."""
+        try:
+            handlers.why_pending_shared(asker, cmd, flights)
+        except Exception:
+            log.exception("why-pending failed before its triage")
 
     def run_command(asker: Asker, cmd: Command) -> None:
         if isinstance(cmd, WhyPending):
@@ -163,7 +178,10 @@ def create_app(
         else:
             ack()
         asker = Asker(user=command["user_id"], channel=command.get("channel_id"), respond=respond)
-        later(asker, lambda: run_command(asker, cmd))
+        if isinstance(cmd, WhyPending):
+            why_pending(asker, cmd)
+        else:
+            later(asker, lambda: run_command(asker, cmd))
 
     @app.event("app_mention")
     def on_mention(event: dict[str, Any]) -> None:
@@ -179,7 +197,10 @@ def create_app(
             problem = msg.malformed(str(e))
             later(asker, lambda: handlers.say(asker, problem))
             return
-        later(asker, lambda: run_command(asker, cmd))
+        if isinstance(cmd, WhyPending):
+            why_pending(asker, cmd)
+        else:
+            later(asker, lambda: run_command(asker, cmd))
 
     for action_id in (ACTION_RERUN, ACTION_RESOLVE, ACTION_ESCALATE):
 

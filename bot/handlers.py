@@ -30,6 +30,7 @@ from bot.mrkdwn import escape
 from bot.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
 from bot.render import ButtonRef, headline_text, report_blocks, with_summary
+from bot.work import Busy, Done, Flights
 from incidents.errors import IncidentStoreError
 from incidents.values import IncidentStatus
 from triage import (
@@ -96,8 +97,8 @@ class Handlers:
         return channel is not None and channel in self.policy.operators.channels
 
     # -- why-pending -------------------------------------------------------------------------
-    def triage(self, asker: Asker, cmd: WhyPending) -> OutcomeLike | None:
-        """Run the triage for `asker`, answering errors; None when an error was answered."""
+    def namespace_for(self, asker: Asker, cmd: WhyPending) -> str | None:
+        """The namespace to triage in for `asker`; None once a refusal was answered."""
         viewer = self.viewer(asker)
         namespace = cmd.namespace or viewer.default_namespace
         if namespace is None:
@@ -107,24 +108,73 @@ class Handlers:
             # Exactly the not-found answer: a tenant learns nothing about other namespaces.
             self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
             return None
+        return namespace
+
+    def triage(self, asker: Asker, cmd: WhyPending) -> OutcomeLike | None:
+        """Run the triage for `asker`, answering errors; None when an error was answered."""
+        namespace = self.namespace_for(asker, cmd)
+        if namespace is None:
+            return None
         try:
-            return self.service.run(
-                cluster=cmd.cluster,
-                namespace=namespace,
-                name=cmd.name,
-                requested_by=asker.user,
-                channel=asker.channel,
-            )
-        except NotFoundError:
-            self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
-        except (InvalidNameError, SourceError, LookupError) as e:
-            self.say(asker, _failure(e))
+            return self._run(asker, cmd, namespace)
+        except Exception as e:
+            self._failed(asker, cmd, namespace, e)
         return None
+
+    def _run(self, asker: Asker, cmd: WhyPending, namespace: str) -> OutcomeLike:
+        return self.service.run(
+            cluster=cmd.cluster,
+            namespace=namespace,
+            name=cmd.name,
+            requested_by=asker.user,
+            channel=asker.channel,
+        )
+
+    def _failed(self, asker: Asker, cmd: WhyPending, namespace: str, e: Exception) -> None:
+        """Tell `asker` why the triage gave no answer (other errors are for the caller)."""
+        if isinstance(e, NotFoundError):
+            self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
+        elif isinstance(e, (InvalidNameError, SourceError, LookupError)):
+            self.say(asker, _failure(e))
+        else:
+            raise e
+
+    def why_pending_shared(self, asker: Asker, cmd: WhyPending, flights: Flights) -> None:
+        """Answer `asker` with the triage of `cmd`'s workload, sharing one run with everyone
+        asking about the same workload meanwhile (one triage, one incident); say busy when
+        the pool has no room for a new one."""
+        namespace = self.namespace_for(asker, cmd)
+        if namespace is None:
+            return
+
+        def deliver(done: Done[OutcomeLike]) -> None:
+            try:
+                if isinstance(done.error, Busy):
+                    self.say(asker, msg.busy())
+                elif done.error is not None:
+                    self._failed(asker, cmd, namespace, done.error)
+                elif done.result is not None:
+                    self.answer(asker, cmd, done.result)
+            except IncidentStoreError as e:
+                self.say(asker, msg.store_unavailable(str(e)))
+            except Exception:
+                log.exception("why-pending answer failed")
+                self.say(asker, msg.internal_error())
+
+        flights.join(
+            ("why-pending", cmd.cluster, namespace, cmd.name),
+            lambda: self._run(asker, cmd, namespace),
+            deliver,
+        )
 
     def why_pending(self, asker: Asker, cmd: WhyPending) -> None:
         outcome = self.triage(asker, cmd)
-        if outcome is None:
-            return
+        if outcome is not None:
+            self.answer(asker, cmd, outcome)
+
+    def answer(self, asker: Asker, cmd: WhyPending, outcome: OutcomeLike) -> None:
+        """Post a triage's answer where `asker` asked: privately, or in the channel's thread
+        of the workload's open incident."""
         report = outcome.report
         incident = outcome.incident
         ref = ButtonRef(

@@ -141,7 +141,6 @@ class AccessPolicy(_Strict):
             default_namespace=default,
         )
 
-
     def audience(self, channel: str) -> Viewer:
         """What everyone in `channel` may see by being there: all of it in an operator
         channel, the namespaces of the tenants that list the channel, else nothing. A public

@@ -35,6 +35,9 @@ class BotSettings(Protocol):
     @property
     def max_pending(self) -> int: ...
 
+    @property
+    def http_threads(self) -> int: ...
+
 
 class OutcomeLike(Protocol):
     @property

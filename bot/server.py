@@ -2,10 +2,12 @@
 
 Why not `App.start()`: bolt's built-in server serves only the Slack path and is documented as
 development-only. Its WSGI adapter (`SlackRequestHandler`) is the production entry point, so we
-mount it in a tiny WSGI router next to the probes and serve that with the stdlib's threading
-WSGI server (one thread per request; the triage work itself is on the app's bounded pool).
-In Socket Mode the same router still serves the probes and metrics on PORT; Slack traffic
-arrives over the WebSocket instead of `/slack/events`.
+mount it in a tiny WSGI router next to the probes and serve that with waitress, a production
+WSGI server: one process (the watch caches and the worker pool live in it), a fixed pool of
+HTTP threads, a listen backlog of 1024 and a cap on open connections. HTTP threads only verify,
+parse and ack; the triage work itself is on the app's bounded pool. In Socket Mode the same
+router still serves the probes and metrics on PORT; Slack traffic arrives over the WebSocket
+instead of `/slack/events`.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
-from typing import TYPE_CHECKING
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt.adapter.wsgi import SlackRequestHandler
+from waitress import wasyncore
+from waitress.server import create_server
 
 from bot.app import TriageApp
 
@@ -29,16 +31,6 @@ log = logging.getLogger(__name__)
 
 SLACK_PATH = "/slack/events"
 _TIMESTAMP = re.compile(r"[0-9]{1,15}")  # Unix seconds, ASCII digits only (not "¹²³")
-
-
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s - " + format, self.address_string(), *args)
 
 
 class Router:
@@ -98,11 +90,21 @@ class Server:
         metrics: Callable[[], tuple[bytes, str]],
         app_token: str | None = None,
         not_ready: Callable[[], str | None] = lambda: None,
+        threads: int = 16,
+        connection_limit: int = 1000,
     ) -> None:
         self.app = app
         self.router = Router(app, metrics=metrics, slack=app_token is None, not_ready=not_ready)
-        self.httpd = make_server(
-            host, port, self.router, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+        self.httpd: Any = create_server(
+            self.router,
+            host=host,
+            port=port,
+            threads=threads,
+            backlog=1024,
+            connection_limit=connection_limit,
+            channel_timeout=60,  # Slack sends small bodies; a stalled client goes
+            ident="gpu-triage",
+            clear_untrusted_proxy_headers=True,
         )
         self._socket_mode = None
         if app_token is not None:
@@ -113,23 +115,36 @@ class Server:
 
     @property
     def port(self) -> int:
-        return int(self.httpd.server_address[1])
+        port = getattr(self.httpd, "effective_port", None)
+        return int(port if port is not None else self.httpd.effective_listen[0][1])
 
     def start(self) -> None:
         """Serve in background threads (tests); `serve_forever()` blocks (the CLI)."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.httpd.run, daemon=True)
         self._thread.start()
         if self._socket_mode is not None:
             self._socket_mode.connect()  # type: ignore[no-untyped-call]
 
     def serve_forever(self) -> None:
+        """Serve until SIGINT/SIGTERM (a KeyboardInterrupt ends waitress's loop)."""
         if self._socket_mode is not None:
             self._socket_mode.connect()  # type: ignore[no-untyped-call]
-        self.httpd.serve_forever()
+        self.httpd.run()
 
     def stop(self) -> None:
+        """Stop serving HTTP, then wait for the triages in flight to post their answers."""
         if self._socket_mode is not None:
             self._socket_mode.close()  # type: ignore[no-untyped-call]
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.close_http()
         self.app.close(wait=True)
+
+    def close_http(self) -> None:
+        """Close the listening socket and open connections, then let requests being answered
+        finish (5 s at most). Sockets are closed in the thread that serves them."""
+        everything = self.httpd._map  # the listener, its trigger, client connections
+        if self._thread is not None and self._thread.is_alive():
+            self.httpd.trigger.pull_trigger(lambda: wasyncore.close_all(everything, True))
+            self._thread.join(timeout=5)
+        else:  # serve_forever() returned (SIGTERM): nothing else touches them now
+            wasyncore.close_all(everything, ignore_all=True)
+        self.httpd.task_dispatcher.shutdown(cancel_pending=False)

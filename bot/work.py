@@ -1,9 +1,12 @@
-"""Off-request-path work: a bounded worker pool and a dedupe set for Slack retries.
+"""Off-request-path work: a bounded worker pool, identical work run once, and a dedupe set
+for Slack retries.
 
 Slack wants an HTTP answer within 3 seconds and retries events it thinks went unanswered
 (header `X-Slack-Retry-Num`). Listeners therefore only parse and `ack()`; the triage runs here.
 The pool is bounded twice: `workers` threads, and at most `max_pending` jobs waiting or
 running, so a slow cluster turns into a polite "busy" reply instead of an unbounded backlog.
+Twenty people asking about one stuck job during an incident are one triage (`Flights`): they
+wait for it without a slot, so the bound counts distinct work, not askers.
 """
 
 from __future__ import annotations
@@ -12,8 +15,12 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +59,62 @@ class WorkerPool:
     def shutdown(self, *, wait: bool = True) -> None:
         self._closed = True
         self._executor.shutdown(wait=wait, cancel_futures=not wait)
+
+
+class Busy(Exception):
+    """The pool was full: the work did not run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Generic[T]):
+    """How a piece of work ended: its result, or what it raised (`Busy` when it never ran)."""
+
+    result: T | None = None
+    error: Exception | None = None
+
+
+class Flights:
+    """Work in flight by key, run once. The first `join` of a key runs the work on the pool;
+    joins of that key while it runs only add their `deliver`, with no slot and no thread.
+    When the work ends every `deliver` gets its `Done`, on the worker thread, in join order."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._waiting: dict[Hashable, list[Callable[[Done[Any]], None]]] = {}
+
+    def join(
+        self, key: Hashable, work: Callable[[], T], deliver: Callable[[Done[T]], None]
+    ) -> None:
+        with self._lock:
+            waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.append(deliver)
+                return
+            self._waiting[key] = [deliver]
+
+        def run() -> None:
+            try:
+                done: Done[T] = Done(result=work())
+            except Exception as e:
+                done = Done(error=e)
+            self._finish(key, done)
+
+        if self._pool.try_submit(run) is None:
+            self._finish(key, Done(error=Busy()))
+
+    def _finish(self, key: Hashable, done: Done[Any]) -> None:
+        with self._lock:
+            delivers = self._waiting.pop(key, [])
+        for deliver in delivers:
+            try:
+                deliver(done)
+            except Exception:
+                log.exception("could not deliver a result")
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._waiting)
 
 
 class SeenSet:

@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             metrics=metrics.render,
             app_token=app_token,
             not_ready=clusters.not_ready,
+            threads=settings.http_threads,
         )
     except OSError as e:
         app.close()

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
         default=None, validation_alias="GPU_TRIAGE_OPERATOR_NAMESPACE"
     )
     workers: int = Field(default=4, ge=1, le=64, validation_alias="GPU_TRIAGE_WORKERS")
+    # Threads that answer HTTP and run bolt's listeners up to their ack (never a triage).
+    http_threads: int = Field(default=16, ge=2, le=256, validation_alias="GPU_TRIAGE_HTTP_THREADS")
     max_pending: int = Field(default=32, ge=1, le=10_000, validation_alias="GPU_TRIAGE_MAX_PENDING")
 
     @field_validator("slack_signing_secret", "slack_bot_token")

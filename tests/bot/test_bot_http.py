@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.error
@@ -72,8 +73,8 @@ def test_not_ready_until_the_cluster_cache_is_synced(bot: Bot) -> None:
         bot.app, host="127.0.0.1", port=0, metrics=lambda: (b"", "text/plain"),
         not_ready=lambda: reason[0],
     )  # fmt: skip
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
-    thread.start()
+    server._thread = threading.Thread(target=server.httpd.run, daemon=True)
+    server._thread.start()
     url = f"http://127.0.0.1:{server.port}"
     try:
         with pytest.raises(urllib.error.HTTPError) as e:
@@ -85,8 +86,7 @@ def test_not_ready_until_the_cluster_cache_is_synced(bot: Bot) -> None:
         with urllib.request.urlopen(url + "/readyz", timeout=5) as r:
             assert r.status == 200
     finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        server.close_http()  # the app belongs to the fixture
 
 
 def test_health_and_metrics(bot: Bot) -> None:
@@ -128,6 +128,26 @@ def test_event_retries_triage_once_and_post_once(bot: Bot) -> None:
     time.sleep(1.5)
     assert bot.service.count == 1
     assert len(bot.fake.posts()) == 1
+
+
+@pytest.mark.parametrize("delay", [1.0])
+def test_askers_of_one_workload_at_once_share_one_triage_and_all_get_it(bot: Bot) -> None:
+    """Twelve people asking about the same stuck pod during an incident (more than the pool's
+    eight slots) and one asking about another pod: two triages, nobody told "busy",
+    everyone answered, one incident per workload."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    asks = [("why-pending train-x -n team-a", f"DU{i}") for i in range(12)]
+    asks.append(("why-pending eval-b -n team-b", "DOTHER"))
+    with ThreadPoolExecutor(len(asks)) as pool:
+        replies = list(pool.map(lambda a: bot.slack.command(a[0], channel=a[1]), asks))
+    assert all(r.status == 200 and r.seconds < 1.0 for r in replies)
+    bot.fake.wait(lambda: len(bot.fake.of("response")) >= len(asks), timeout=15)
+    answers = [json.dumps(c.args) for c in bot.fake.of("response")]
+    assert not [a for a in answers if "busy" in a.lower()]
+    assert sum("train-x" in a for a in answers) == 12 and sum("eval-b" in a for a in answers) == 1
+    assert bot.service.count == 2
+    assert len(bot.store.list()) == 2
 
 
 def test_command_redelivery_with_same_trigger_runs_once(bot: Bot) -> None:
