@@ -5,8 +5,12 @@ One synchronous execution model (the kubernetes client is synchronous), no async
 module-level state: everything hangs off the returned `TriageApp`, which `close()` shuts down.
 
 Retries: Slack re-sends an event when it thinks it went unanswered (`X-Slack-Retry-Num`).
-bolt does not drop those for us in HTTP mode, so a middleware remembers event ids and trigger
-ids for ten minutes and answers repeats with an empty 200 before any listener sees them.
+bolt does not drop those for us in HTTP mode, so a middleware records every delivery's key
+(the event id, or the trigger id of a command or button) in the incident database, where the
+first replica to insert it wins, and answers repeats with an empty 200 before any listener
+sees them: a retry reaching a restarted bot or another replica is answered once too. Keys
+also stay in memory for ten minutes, so repeats cost no query and a database outage does not
+turn every retry into a second answer.
 """
 
 from __future__ import annotations
@@ -128,11 +132,18 @@ def create_app(
         req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
     ) -> BoltResponse:
         key = _dedupe_key(req.body)
-        if key is not None and not seen.first_time(key):
+        if key is not None and not (seen.first_time(key) and first_delivery(key)):
             retry = (req.headers.get("x-slack-retry-num") or ["-"])[0]
             log.info("dropping repeated delivery %s (retry %s)", key, retry)
             return BoltResponse(status=200, body="")
         return next()
+
+    def first_delivery(key: str) -> bool:
+        try:
+            return store.deliveries.first_time(key)
+        except IncidentStoreError as e:  # this process still drops the repeats it saw itself
+            log.warning("delivery %s not checked against the database: %s", key, e)
+            return True
 
     def why_pending(asker: Asker, cmd: WhyPending) -> None:
         """On the listener's thread, after the ack: a policy check, then the triage is

@@ -86,6 +86,10 @@ class GroupsLike(Protocol):
     def counts(self) -> dict[str, int]: ...
 
 
+class DeliveriesLike(Protocol):
+    def first_time(self, key: str) -> bool: ...
+
+
 class IncidentStoreLike(Protocol):
     def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None: ...
 
@@ -109,3 +113,6 @@ class IncidentStoreLike(Protocol):
 
     @property
     def groups(self) -> GroupsLike: ...
+
+    @property
+    def deliveries(self) -> DeliveriesLike: ...

@@ -138,6 +138,18 @@ class TriageRunRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     requested_by: Mapped[str | None] = mapped_column(String(255))
     channel: Mapped[str | None] = mapped_column(String(64))
+    # Where the run came from: "slack" (the bot) or "cli" (`why-pending --record`).
+    source: Mapped[str] = mapped_column(String(16), server_default="slack")
+
+
+class DeliveryRow(Base):
+    """A Slack delivery seen (an event id, a command's trigger id): the primary key makes the
+    first replica to insert it the one that answers."""
+
+    __tablename__ = "deliveries"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
 GROUP_ACTIVE = text("status = 'open'")

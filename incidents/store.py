@@ -30,6 +30,7 @@ from incidents.database import (
     resolve_url,
     unavailable,
 )
+from incidents.deliveries import DeliveryLog
 from incidents.errors import IncidentNotFoundError, InvalidTransitionError
 from incidents.groups import GroupBook
 from incidents.models import IncidentRow, TriageRunRow
@@ -70,6 +71,7 @@ class IncidentStore:
         self._write = sessionmaker(
             engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
         )
+        self._deliveries = DeliveryLog(write=self._write, guard=self._guard, clock=self._clock)
 
     @classmethod
     def from_url(cls, url: str | None = None) -> IncidentStore:
@@ -97,6 +99,11 @@ class IncidentStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @property
+    def deliveries(self) -> DeliveryLog:
+        """Slack deliveries seen: a retry is answered once, across restarts and replicas."""
+        return self._deliveries
 
     @property
     def groups(self) -> GroupBook:
@@ -142,8 +149,10 @@ class IncidentStore:
         requested_by: str | None,
         duration_ms: float,
         channel: str | None = None,
+        source: str = "slack",
     ) -> RecordResult:
-        """Store a triage as a run and open, continue or resolve the workload's incident."""
+        """Store a triage as a run and open, continue or resolve the workload's incident.
+        `source` says where it was asked: "slack" (the bot) or "cli"."""
         with self._guard():
             for attempt in range(1, _RECORD_ATTEMPTS + 1):
                 try:
@@ -154,6 +163,7 @@ class IncidentStore:
                             requested_by=requested_by,
                             duration_ms=duration_ms,
                             channel=channel,
+                            source=source,
                         )
                 except exc.IntegrityError:
                     # Another writer opened the workload's incident first: retry, now seeing it.
@@ -170,6 +180,7 @@ class IncidentStore:
         requested_by: str | None,
         duration_ms: float,
         channel: str | None,
+        source: str,
     ) -> RecordResult:
         now = self._clock()
         ref = report.pod
@@ -233,6 +244,7 @@ class IncidentStore:
             created_at=now,
             requested_by=requested_by,
             channel=channel,
+            source=source,
         )
         session.flush()
         run.incident_id = target.id if target is not None else None

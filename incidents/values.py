@@ -87,6 +87,7 @@ class TriageRun(_Value):
     created_at: datetime
     requested_by: str | None
     channel: str | None
+    source: str = "slack"  # where it was asked: "slack" (the bot) or "cli"
 
     def parsed_report(self) -> TriageReport | None:
         """The report as a model, or None when it was written by an incompatible version."""

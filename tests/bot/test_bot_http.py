@@ -12,6 +12,7 @@ import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from bot.server import Server
+from gpu_triage.settings import Settings
 from tests.bot.conftest import Bot
 from tests.bot.signed import SECRET
 
@@ -148,6 +149,44 @@ def test_askers_of_one_workload_at_once_share_one_triage_and_all_get_it(bot: Bot
     assert sum("train-x" in a for a in answers) == 12 and sum("eval-b" in a for a in answers) == 1
     assert bot.service.count == 2
     assert len(bot.store.list()) == 2
+
+
+@pytest.mark.parametrize("delay", [0.5])
+def test_a_retry_reaching_another_replica_or_a_restarted_bot_is_not_answered_again(
+    bot: Bot, settings: Settings
+) -> None:
+    """The first delivery goes to one bot process, Slack's retry to another one sharing the
+    incident database (a second replica, or this one after a restart): one answer."""
+    from slack_sdk import WebClient
+
+    from bot.app import create_app
+    from bot.policy import AccessPolicy
+    from tests.bot.conftest import POLICY
+    from tests.bot.signed import SlackSender
+
+    other = create_app(
+        settings, service=bot.service, store=bot.store,
+        policy=AccessPolicy.model_validate(POLICY),
+        client=WebClient(token="xoxb-test", base_url=bot.fake.api_url),
+    )  # fmt: skip
+    server = Server(other, host="127.0.0.1", port=0, metrics=lambda: (b"", "text/plain"))
+    server.start()
+    try:
+        first = bot.slack.mention("why-pending train-x -n team-a", event_id="EvREPLICA")
+        to_other = SlackSender(
+            url=f"http://127.0.0.1:{server.port}/slack/events", fake_url=bot.fake.url
+        )
+        retry = to_other.mention(
+            "why-pending train-x -n team-a",
+            event_id="EvREPLICA",
+            headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"},
+        )
+        assert first.status == retry.status == 200
+        bot.fake.wait_posts(1)
+        time.sleep(1.0)
+        assert bot.service.count == 1 and len(bot.fake.posts()) == 1
+    finally:
+        server.stop()
 
 
 def test_command_redelivery_with_same_trigger_runs_once(bot: Bot) -> None:

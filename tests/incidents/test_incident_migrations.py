@@ -22,8 +22,8 @@ def test_upgrade_downgrade_upgrade(db_url: str) -> None:
     with IncidentStore.from_url(db_url) as store:
         assert store.current_revision() is None
         store.upgrade()
-        assert store.current_revision() == head_revision() == "0002"
-        assert _tables(store) == {"incidents", "triage_runs", "incident_groups"}
+        assert store.current_revision() == head_revision() == "0003"
+        assert _tables(store) == {"incidents", "triage_runs", "incident_groups", "deliveries"}
         store.record(make_report(), requested_by="U1", duration_ms=1)
 
         store.downgrade(revision="base")
@@ -32,7 +32,7 @@ def test_upgrade_downgrade_upgrade(db_url: str) -> None:
 
         store.upgrade()
         store.upgrade()  # idempotent
-        assert store.current_revision() == "0002"
+        assert store.current_revision() == "0003"
         assert store.list() == []
         assert store.record(make_report(), requested_by="U1", duration_ms=1).created
 
@@ -50,14 +50,27 @@ def test_models_match_migrations(db_url: str) -> None:
 
 def test_open_with_auto_migrate(sqlite_url: str, monkeypatch: object) -> None:
     with IncidentStore.open(sqlite_url, auto_migrate=True) as store:
-        assert store.current_revision() == "0002"
+        assert store.current_revision() == "0003"
 
 
-def test_a_store_at_0001_upgrades_to_groups_and_back(db_url: str) -> None:
+def test_incidents_survive_a_downgrade_to_0001_and_the_upgrade_back(db_url: str) -> None:
     with IncidentStore.from_url(db_url) as store:
-        store.upgrade(revision="0001")
-        store.record(make_report(), requested_by="U1", duration_ms=1)
         store.upgrade()
-        assert "incident_groups" in _tables(store) and len(store.list()) == 1
+        store.record(make_report(), requested_by="U1", duration_ms=1)
         store.downgrade(revision="0001")
         assert "incident_groups" not in _tables(store) and len(store.list()) == 1
+        store.upgrade()
+        assert "incident_groups" in _tables(store) and len(store.list()) == 1
+
+
+def test_runs_recorded_before_0003_read_as_slack_runs_and_survive_the_round_trip(
+    db_url: str,
+) -> None:
+    with IncidentStore.from_url(db_url) as store:
+        store.upgrade()
+        store.record(make_report(), requested_by="U1", duration_ms=1, source="cli")
+        store.downgrade(revision="0002")  # the run's source column goes
+        assert "deliveries" not in _tables(store) and len(store.list()) == 1
+        store.upgrade()
+        [incident] = store.list()
+        assert [r.source for r in store.runs(incident.id)] == ["slack"]
