@@ -181,6 +181,9 @@ def create_app(
         if isinstance(cmd, Help):
             ack(text=msg.help_text(), response_type="ephemeral")
             return
+        if policy.empty:
+            ack(text=msg.no_policy(), response_type="ephemeral")
+            return
         if isinstance(cmd, WhyPending):
             ack(
                 text=msg.working(namespace=cmd.namespace or "…", name=cmd.name),
@@ -202,6 +205,9 @@ def create_app(
             channel=channel,
             thread_ts=event.get("thread_ts") or event.get("ts"),
         )
+        if policy.empty:
+            later(asker, lambda: handlers.say(asker, msg.no_policy()))
+            return
         try:
             cmd = parse_mention(str(event.get("text") or ""))
         except (UsageError, InvalidNameError) as e:
@@ -223,6 +229,9 @@ def create_app(
                 channel=(body.get("channel") or {}).get("id"),
                 respond=respond,
             )
+            if policy.empty:
+                later(asker, lambda: handlers.say(asker, msg.no_policy()))
+                return
             later(asker, lambda: buttons.press(body=body, respond=respond))
 
     @app.action(ACTION_GROUP)
@@ -234,6 +243,9 @@ def create_app(
             respond=respond,
         )
         value = str(((body.get("actions") or [{}])[0]).get("value") or "")
+        if policy.empty:
+            later(asker, lambda: handlers.say(asker, msg.no_policy()))
+            return
         later(asker, lambda: handlers.open_group(asker, value))
 
     return app

@@ -78,6 +78,20 @@ def internal_error() -> str:
     return ":x: Something went wrong inside the bot; the operators have the log. Try again later."
 
 
+def no_policy() -> str:
+    # Nothing about the cluster: the asker has no grant, and nobody has one yet.
+    return (
+        ":lock: This workspace has no access policy for GPU Triage yet, so I answer nobody. "
+        "Ask your admin to set one (`GPU_TRIAGE_ACCESS_POLICY`; see the README)."
+    )
+
+
+NO_POLICY_NOTICE = (
+    "no access policy configured: every user is refused; set GPU_TRIAGE_ACCESS_POLICY "
+    "(or --access-policy) to a policy file"
+)
+
+
 def busy() -> str:
     return ":hourglass: Too many triages are running right now. Try again in a minute."
 

@@ -94,6 +94,12 @@ class AccessPolicy(_Strict):
     tenants: list[Tenant] = Field(default_factory=list)
     defaults: Defaults = Field(default_factory=Defaults)
 
+    @property
+    def empty(self) -> bool:
+        """Nobody is an operator and nobody a tenant: the bot can answer no one."""
+        ops = self.operators
+        return not (ops.users or ops.usergroups or ops.channels or self.tenants)
+
     def usergroups(self) -> set[str]:
         groups = set(self.operators.usergroups)
         for t in self.tenants:

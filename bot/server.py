@@ -43,10 +43,12 @@ class Router:
         metrics: Callable[[], tuple[bytes, str]],
         slack: bool = True,
         not_ready: Callable[[], str | None] = lambda: None,
+        notice: str | None = None,
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.not_ready = not_ready
+        self.notice = notice  # what an operator should know, in /readyz's body
         self.slack = SlackRequestHandler(app, path=SLACK_PATH) if slack else None
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -58,7 +60,8 @@ class Router:
             why = "shutting down" if self.app.pool.closed else self.not_ready()
             if why:
                 return _plain(start_response, "503 Service Unavailable", f"{why}\n".encode())
-            return _plain(start_response, "200 OK", b"ready\n")
+            body = f"ready; {self.notice}\n" if self.notice else "ready\n"
+            return _plain(start_response, "200 OK", body.encode())
         if path == "/metrics" and method == "GET":
             body, content_type = self.metrics()
             start_response("200 OK", [("Content-Type", content_type)])
@@ -92,9 +95,12 @@ class Server:
         not_ready: Callable[[], str | None] = lambda: None,
         threads: int = 16,
         connection_limit: int = 1000,
+        notice: str | None = None,
     ) -> None:
         self.app = app
-        self.router = Router(app, metrics=metrics, slack=app_token is None, not_ready=not_ready)
+        self.router = Router(
+            app, metrics=metrics, slack=app_token is None, not_ready=not_ready, notice=notice
+        )
         self.httpd: Any = create_server(
             self.router,
             host=host,

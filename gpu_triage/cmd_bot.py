@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import signal
+import sys
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: slack-bolt, SQLAlchemy and the app modules cost ~0.6 s that every other
     # `gpu-triage` command would otherwise pay at startup.
     from bot.app import create_app
+    from bot.messages import NO_POLICY_NOTICE
     from bot.policy import PolicyError, load_policy
     from bot.server import Server
     from gpu_triage.metrics import Metrics
@@ -78,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(settings.access_policy)
     except PolicyError as e:
         raise UserError(str(e)) from None
+    if policy.empty:
+        log.warning("%s", NO_POLICY_NOTICE)
+        print(f"gpu-triage bot: warning: {NO_POLICY_NOTICE}", file=sys.stderr, flush=True)
     playbook = load_playbook(settings.playbook)
     alerts = _alerts_config(settings.alerts)
     # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE=0 (e.g. when a
@@ -115,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             app_token=app_token,
             not_ready=clusters.not_ready,
             threads=settings.http_threads,
+            notice=NO_POLICY_NOTICE if policy.empty else None,
         )
     except OSError as e:
         app.close()

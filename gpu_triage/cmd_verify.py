@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -71,6 +72,11 @@ def register(sub: Any) -> None:
         "preflight", help="cluster baseline: GPU nodes, runtimes, driver strategy, permissions"
     )
     _common(f)
+    f.add_argument(
+        "--access-policy",
+        default=os.environ.get("GPU_TRIAGE_ACCESS_POLICY"),
+        help="the Slack bot's access policy to check too ($GPU_TRIAGE_ACCESS_POLICY)",
+    )
     f.set_defaults(handler=preflight_cmd)
 
 
@@ -202,11 +208,36 @@ def preflight_cmd(args: argparse.Namespace) -> int:
         from kube.access import missing_permissions
 
         result = result.with_permissions(missing_permissions(client))
+    result, policy_line = _with_policy(result, args.access_policy)
     if args.format == "json":
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
         print(preflight_text(result))
+        if policy_line:
+            print(policy_line)
     return 0 if result.passed else 1
+
+
+def _with_policy(result: Preflight, path: str | None) -> tuple[Preflight, str | None]:
+    """The bot's access policy, checked before it is deployed: a file that does not load is
+    a problem, none at all (or one granting nobody) a warning."""
+    from bot.messages import NO_POLICY_NOTICE
+    from bot.policy import PolicyError, load_policy
+
+    try:
+        policy = load_policy(path)
+    except PolicyError as e:
+        return result.model_copy(update={"problems": [*result.problems, str(e)]}), None
+    if policy.empty:
+        warning = f"Slack bot: {NO_POLICY_NOTICE}"
+        return result.model_copy(update={"warnings": [*result.warnings, warning]}), None
+    ops = policy.operators
+    operators = len(ops.users) + len(ops.usergroups) + len(ops.channels)
+    namespaces = {ns for t in policy.tenants for ns in t.namespaces}
+    return result, (
+        f"Slack bot access policy {path}: {operators} operator principal(s), "
+        f"{len(policy.tenants)} tenant(s) over {len(namespaces)} namespace(s)"
+    )
 
 
 def _operator_line(op: OperatorState, ns: str) -> str:

@@ -53,7 +53,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_bot_serves_a_snapshot_against_fake_slack(fake: FakeSlack, tmp_path: Path) -> None:
+def _serve(tmp_path: Path, fake: FakeSlack, *args: str) -> tuple[subprocess.Popen[str], int]:
     snap = tmp_path / "cluster.yaml"
     snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects()}))
     port = _free_port()
@@ -63,26 +63,59 @@ def test_bot_serves_a_snapshot_against_fake_slack(fake: FakeSlack, tmp_path: Pat
         SLACK_API_URL=fake.api_url,
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}",
     )
-    proc = _bot("--snapshot", str(snap), "--host", "127.0.0.1", "--port", str(port), env=env)
+    proc = _bot("--snapshot", str(snap), "--host", "127.0.0.1", "--port", str(port), *args, env=env)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                assert r.status == 200
+                return proc, port
+        except OSError:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_a_bot_without_an_access_policy_says_so_to_users_and_operators(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    """A fresh install must not look broken: the asker hears there is no policy yet (and
+    nothing about the cluster), the log and /readyz say what to set."""
+    proc, port = _serve(tmp_path, fake)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
-                    assert r.status == 200
-                    break
-            except OSError:
-                assert proc.poll() is None, proc.communicate()[1]
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+        sender = SlackSender(url=f"http://127.0.0.1:{port}/slack/events", fake_url=fake.url)
+        reply = sender.command("why-pending train-x -n team-a", user="UX", channel="DX")
+        assert reply.status == 200
+        text = reply.json()["text"]
+        assert "no access policy" in text and "train-x" not in text and "team-a" not in text
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            assert r.status == 200 and b"no access policy configured" in r.read()
+        assert fake.of("auth.test") and not fake.posts()
+    finally:
+        err = _stop(proc)
+    assert "warning: no access policy configured" in err
+
+
+def test_bot_serves_a_snapshot_against_fake_slack(fake: FakeSlack, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({"tenants": [
+        {"name": "a", "namespaces": ["team-a"], "users": ["UX"]}]}))  # fmt: skip
+    proc, port = _serve(tmp_path, fake, "--access-policy", str(policy))
+    try:
         sender = SlackSender(url=f"http://127.0.0.1:{port}/slack/events", fake_url=fake.url)
         reply = sender.command("why-pending train-x -n team-a", user="UX", channel="DX")
         assert reply.status == 200
         post = fake.wait_posts(1, timeout=30)[0]
-        # no access policy: nobody may see anything, and it reads like a missing pod
-        assert "No pod or workload named `train-x`" in post.args["text"]
-        assert fake.of("auth.test")
+        assert "Blocked at scheduling" in str(post.args)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            assert r.read() == b"ready\n"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
-    assert proc.returncode == 0
+        err = _stop(proc)
+    assert "access policy" not in err

@@ -213,6 +213,9 @@ def test_helm_lint_passes_and_the_rendered_pod_is_hardened_and_probed() -> None:
     assert hardening["capabilities"] == {"drop": ["ALL"]}
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    env = {e["name"]: e.get("value") for e in bot["env"]}
+    assert (env["GPU_TRIAGE_HTTP_THREADS"], env["GPU_TRIAGE_WORKERS"]) == ("16", "4")
+    assert env["GPU_TRIAGE_MAX_PENDING"] == "32"
     writes = {"create", "update", "patch", "delete", "deletecollection", "escalate", "bind"}
     for role in (d for d in docs if d["kind"] in ("ClusterRole", "Role")):
         for rule in role["rules"]:

@@ -98,3 +98,22 @@ def test_preflight_from_a_snapshot(snap: str) -> None:
         data["runtime_versions"] == {"containerd://1.7.22": 2}
         and data["missing_permissions"] is None
     )
+
+
+def test_preflight_checks_the_bots_access_policy_too(snap: str, tmp_path: Path) -> None:
+    """Before the bot is deployed: none (a warning, the bot would refuse everyone), a file that
+    does not load (a problem: exit 1), and a good one (what it grants)."""
+    none = run("preflight", "--snapshot", snap)
+    assert none.returncode == 0 and "warning: Slack bot: no access policy configured" in none.stdout
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("tenants: [{name: x, namespaces: [Not_A_Namespace]}]\n")
+    broken = run("preflight", "--snapshot", snap, "--access-policy", str(bad))
+    assert broken.returncode == 1 and "PROBLEMS FOUND" in broken.stdout
+    assert f"problem: access policy {bad}: tenants.0.namespaces" in broken.stdout
+    good = Path(__file__).parents[2] / "access-policy.example.yaml"
+    ok = run("preflight", "--snapshot", snap, "--access-policy", str(good), "--format", "json")
+    assert ok.returncode == 0 and not any(
+        "access policy" in w for w in json.loads(ok.stdout)["warnings"]
+    )
+    text = run("preflight", "--snapshot", snap, "--access-policy", str(good)).stdout
+    assert "3 operator principal(s), 2 tenant(s) over 3 namespace(s)" in text
