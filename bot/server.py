@@ -60,8 +60,8 @@ class Router:
             why = "shutting down" if self.app.pool.closed else self.not_ready()
             if why:
                 return _plain(start_response, "503 Service Unavailable", f"{why}\n".encode())
-            body = f"ready; {self.notice}\n" if self.notice else "ready\n"
-            return _plain(start_response, "200 OK", body.encode())
+            ready = f"ready; {self.notice}\n" if self.notice else "ready\n"
+            return _plain(start_response, "200 OK", ready.encode())
         if path == "/metrics" and method == "GET":
             body, content_type = self.metrics()
             start_response("200 OK", [("Content-Type", content_type)])
