@@ -14,13 +14,12 @@ from slack_sdk import WebClient
 from bot.app import TriageApp, create_app
 from bot.policy import AccessPolicy
 from bot.server import Server
+from bot.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
 from gpu_triage.metrics import Metrics
 from gpu_triage.service import Outcome, TriageService
 from gpu_triage.settings import Settings, load_settings
 from incidents.store import IncidentStore
 from tests.bot.bot_cluster import SlowSource, objects
-from tests.bot.fake_slack import FakeSlack, FakeSlackServer
-from tests.bot.signed import SECRET, SlackSender
 from tests.incidents.conftest import pg_url  # noqa: F401  (the PostgreSQL fixture, for the replica tests)
 from triage import ClusterSource
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from bot.testing import SECRET, FakeSlack, SlackSender
 from tests.bot.bot_cluster import objects
-from tests.bot.fake_slack import FakeSlack
-from tests.bot.signed import SECRET, SlackSender
 
 ROOT = Path(__file__).parents[2]
 

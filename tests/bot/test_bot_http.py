@@ -12,9 +12,9 @@ import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from bot.server import Server
+from bot.testing import SECRET
 from gpu_triage.settings import Settings
 from tests.bot.conftest import Bot
-from tests.bot.signed import SECRET
 
 
 def test_invalid_signature_is_rejected(bot: Bot) -> None:
@@ -161,8 +161,8 @@ def test_a_retry_reaching_another_replica_or_a_restarted_bot_is_not_answered_aga
 
     from bot.app import create_app
     from bot.policy import AccessPolicy
+    from bot.testing import SlackSender
     from tests.bot.conftest import POLICY
-    from tests.bot.signed import SlackSender
 
     other = create_app(
         settings, service=bot.service, store=bot.store,
