@@ -24,9 +24,13 @@ def main() -> None:
     parser.add_argument("--pods", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--churn", type=float, default=0.0, help="changes a second on 'churn'")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds each get or list takes (not watches)"
+    )
     args = parser.parse_args()
     objs, pending = cluster(nodes=args.nodes, pods=args.pods, seed=args.seed)
     server = FakeApiServer(objs)
+    server.latency = args.latency
     churn = Churn(
         server,
         nodes=[o["metadata"]["name"] for o in objs if o["kind"] == "Node"],

@@ -13,6 +13,7 @@ import base64
 import bisect
 import json
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -88,6 +89,7 @@ class FakeApiServer:
         self.forbidden: set[tuple[str, str | None]] = set()
         self.unauthorized = False
         self.fail_statuses: list[int] = []  # next requests answer these statuses
+        self.latency = 0.0  # seconds every get and list takes (a slow API server); not watches
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.rv = 1
         self.min_rv = 0  # watches from before this get 410 Gone
@@ -351,10 +353,12 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             error = server._error_for(rt, ns)
             if error:
                 return self._reply(*error)
-            if name:
-                return self._reply(*server._get(rt, ns, name))
             if q.get("watch") in ("1", "true"):
                 return server._watch(self, rt, q)
+            if server.latency:
+                time.sleep(server.latency)
+            if name:
+                return self._reply(*server._get(rt, ns, name))
             return self._reply(*server._list(rt, ns, q))
 
     return Handler

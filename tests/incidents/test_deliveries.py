@@ -38,3 +38,20 @@ def test_a_restarted_store_still_knows_the_key(db_url: str, store: IncidentStore
     assert store.deliveries.first_time("event:before-restart")
     with IncidentStore.from_url(db_url) as restarted:
         assert restarted.deliveries.first_time("event:before-restart") is False
+
+
+def test_a_burst_commits_together_and_each_key_is_first_once(store: IncidentStore) -> None:
+    """A hundred deliveries at once, ten copies of each of ten keys, in one process: the group
+    commit gives each key exactly one True, and takes fewer commits than deliveries."""
+    keys = [f"event:burst-{i % 10}" for i in range(100)]
+    start = threading.Barrier(len(keys))
+
+    def deliver(key: str) -> tuple[str, bool]:
+        start.wait()
+        return key, store.deliveries.first_time(key)
+
+    with ThreadPoolExecutor(len(keys)) as pool:
+        results = list(pool.map(deliver, keys))
+    firsts = sorted(k for k, first in results if first)
+    assert firsts == sorted({*keys})
+    assert store.deliveries._commits < len(keys)
