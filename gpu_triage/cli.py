@@ -11,8 +11,15 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from gpu_triage.errors import USER_ERRORS
+from gpu_triage.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    USER_ERRORS,
+    exit_status,
+)
 
 COMMAND_MODULES = (
     "gpu_triage.cmd_triage",
@@ -26,7 +33,7 @@ COMMAND_MODULES = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpu-triage",
+        prog=_prog(),
         description="Explain why a GPU pod is not running: driver, device plugin, scheduling, quota.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
@@ -42,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _prog() -> str:
+    """`kubectl gpu-triage` when kubectl runs us as its plugin, else `gpu-triage`."""
+    return "kubectl gpu-triage" if Path(sys.argv[0]).name.startswith("kubectl-") else "gpu-triage"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -51,13 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except USER_ERRORS as e:
         print(f"gpu-triage: error: {e}", file=sys.stderr)
-        return 2
+        return exit_status(e)
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
-        return 0
+        return EXIT_OK
     except KeyboardInterrupt:
         print("gpu-triage: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as e:  # last resort: a bug must still not print a traceback to users
         if args.debug:
             raise
@@ -65,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"gpu-triage: internal error: {type(e).__name__}: {e} (rerun with --debug)",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

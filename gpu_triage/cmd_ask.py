@@ -7,11 +7,11 @@ opened only if the question needs it, so FAQ answers work with no kubeconfig at 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
-from gpu_triage.errors import UserError
+from gpu_triage.errors import EXIT_OK, EXIT_USAGE, UserError
+from gpu_triage.output import add_output_arg, structured
 
 
 def register(sub: Any) -> None:
@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("--snapshot", help="read cluster state from `kubectl get … -o yaml|json` output")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_output_arg(p)
     p.add_argument(
         "--playbook", default=os.environ.get("GPU_TRIAGE_PLAYBOOK"), help="playbook YAML"
     )
@@ -45,7 +45,7 @@ def ask(args: argparse.Namespace) -> int:
     from assist.provider import ProviderError, model_from_env
     from gpu_triage.sources import open_source
     from triage import ClusterSource, EngineConfig, load_playbook
-    from triage.render import to_json, to_text
+    from triage.render import to_text
 
     try:
         model = model_from_env()
@@ -73,12 +73,12 @@ def ask(args: argparse.Namespace) -> int:
     answer = Assistant(backend=backend, model=model).ask(
         " ".join(args.question), caller=LocalOperator(), default_namespace=default_ns
     )
-    if args.format == "json":
+    if args.output in ("json", "yaml"):
         data: dict[str, Any] = {"kind": answer.kind, "intent": answer.intent, "text": answer.text}
         if answer.report is not None:
-            data["report"] = json.loads(to_json(answer.report))
-        print(json.dumps(data, indent=2, ensure_ascii=False))
-        return 1 if answer.kind == "error" else 0
+            data["report"] = answer.report
+        print(structured(data, args.output))
+        return EXIT_USAGE if answer.kind == "error" else EXIT_OK
     if answer.kind == "error":
         raise UserError(answer.text.replace("\n", " "))
     print(to_text(answer.report) if answer.report is not None else answer.text)

@@ -8,10 +8,10 @@ directory). With `--auto-migrate` or `GPU_TRIAGE_AUTO_MIGRATE=1` the schema is u
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from gpu_triage.output import add_output_arg, structured
 from incidents.errors import IncidentNotFoundError
 from incidents.values import Incident, IncidentStatus, Stats, TriageRun
 from triage.model import LAYER_ORDER, Layer
@@ -34,6 +34,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls.add_argument(
         "--groups", action="store_true", help="list root-cause groups (the fleet view's alerts)"
     )
+    scope = ls.add_mutually_exclusive_group()
+    scope.add_argument(
+        "-n", "--namespace", action="append", help="only this namespace's (repeatable)"
+    )
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="every namespace (the default)"
+    )
     _common(ls)
     ls.set_defaults(handler=_list)
 
@@ -54,7 +61,7 @@ def _common(parser: argparse.ArgumentParser, *, formats: bool = True, migrate: b
         help="SQLAlchemy URL (default: $DATABASE_URL, else $GPU_TRIAGE_DATA_DIR/incidents.sqlite)",
     )
     if formats:
-        parser.add_argument("--format", choices=["text", "json"], default="text")
+        add_output_arg(parser)
     if migrate:
         parser.add_argument(
             "--auto-migrate",
@@ -102,8 +109,7 @@ def _list_groups(args: argparse.Namespace) -> int:
         items = store.groups.list(status=status, limit=args.limit)
     if args.layer:
         items = [g for g in items if g.layer.value == args.layer]
-    if args.format == "json":
-        _json([g.model_dump(mode="json") for g in items])
+    if _structured(items, args):
         return 0
     if not items:
         print("No root-cause groups (they are recorded by the bot's watch mode: --alerts).")
@@ -132,27 +138,33 @@ def _list(args: argparse.Namespace) -> int:
     status = IncidentStatus(args.status) if args.status else None
     layer = Layer(args.layer) if args.layer else None
     with _open(args) as store:
-        items = store.list(status=status, layer=layer, limit=args.limit)
-    if args.format == "json":
-        _json([i.model_dump(mode="json") for i in items])
+        items = store.list(
+            status=status, layer=layer, limit=args.limit, namespaces=args.namespace or None
+        )
+    if _structured(items, args):
         return 0
     if not items:
         what = " ".join(x for x in (args.status, args.layer) if x)
-        print(f"No {what + ' ' if what else ''}incidents.")
+        where = f" in {', '.join(args.namespace)}" if args.namespace else ""
+        print(f"No {what + ' ' if what else ''}incidents{where}.")
         return 0
-    rows = [["ID", "STATUS", "LAYER", "WORKLOAD", "OPENED (UTC)", "RUNS", "OWNER"]]
+    wide = args.output == "wide"
+    head = ["ID", "STATUS", "LAYER", "WORKLOAD", "OPENED (UTC)", "RUNS", "OWNER"]
+    rows = [head + (["CLUSTER", "SLACK THREAD", "HEADLINE"] if wide else [])]
     for i in items:
-        rows.append(
-            [
-                str(i.id),
-                i.status.value,
-                i.failing_layer.value if i.failing_layer else "-",
-                f"{i.workload} [{i.cluster}]" if i.cluster != "default" else i.workload,
-                _time(i.opened_at, seconds=False),
-                str(i.run_count),
-                i.owner_team or "-",
-            ]
-        )
+        row = [
+            str(i.id),
+            i.status.value,
+            i.failing_layer.value if i.failing_layer else "-",
+            f"{i.workload} [{i.cluster}]" if i.cluster != "default" and not wide else i.workload,
+            _time(i.opened_at, seconds=False),
+            str(i.run_count),
+            i.owner_team or "-",
+        ]
+        if wide:
+            thread = f"{i.channel} {i.thread_ts}" if i.thread_ts else "-"
+            row += [i.cluster, thread, i.headline]
+        rows.append(row)
     print(_table(rows, right={0, 5}))
     return 0
 
@@ -163,13 +175,7 @@ def _show(args: argparse.Namespace) -> int:
         if incident is None:
             raise IncidentNotFoundError(args.id)
         runs = store.runs(args.id)
-    if args.format == "json":
-        _json(
-            {
-                "incident": incident.model_dump(mode="json"),
-                "runs": [r.model_dump(mode="json") for r in runs],
-            }
-        )
+    if _structured({"incident": incident, "runs": runs}, args):
         return 0
     print(_incident_text(incident, runs))
     return 0
@@ -179,8 +185,7 @@ def _stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
         stats = store.stats()
         groups = store.groups.counts()
-    if args.format == "json":
-        _json({**stats.model_dump(mode="json"), "groups": groups})
+    if _structured({**stats.model_dump(mode="json"), "groups": groups}, args):
         return 0
     print(_stats_text(stats))
     print(f"root-cause groups: {groups['open']} open, {groups['resolved']} resolved")
@@ -213,7 +218,7 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
     lines.append(f"  Fingerprint:  {i.fingerprint}")
     lines.append("")
     lines.append(f"Runs ({len(runs)}):")
-    rows = [["RUN", "AT (UTC)", "LAYER", "TOOK", "BY", "HEADLINE"]]
+    rows = [["RUN", "AT (UTC)", "LAYER", "TOOK", "FROM", "BY", "HEADLINE"]]
     for r in runs:
         rows.append(
             [
@@ -221,6 +226,7 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
                 _time(r.created_at),
                 r.failing_layer.value if r.failing_layer else "running",
                 f"{r.duration_ms:.0f} ms",
+                r.source,
                 r.requested_by or "-",
                 r.headline,
             ]
@@ -282,5 +288,9 @@ def _duration(seconds: float) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+def _structured(value: Any, args: argparse.Namespace) -> bool:
+    """Print `value` as JSON or YAML when asked for; False for text and wide."""
+    text = structured(value, args.output)
+    if text is not None:
+        print(text)
+    return text is not None

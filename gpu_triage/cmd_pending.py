@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from typing import Any
 
-import yaml
-
+from gpu_triage.errors import EXIT_BLOCKED, EXIT_OK
+from gpu_triage.output import structured
+from gpu_triage.record import record
 from gpu_triage.sources import add_cluster_args, open_source
-from triage import EngineConfig, load_playbook
-from triage.fleet import MEMBERS_SHOWN, Group, Sweep, sweep, waited
+from triage import ClusterSource, EngineConfig, Playbook, TriageReport, load_playbook, triage
+from triage.fleet import MEMBERS_SHOWN, Group, Sweep, SweepSource, sweep, waited
 
 
 def register(sub: Any) -> None:
@@ -27,10 +30,17 @@ def register(sub: Any) -> None:
     scope.add_argument(
         "-A", "--all-namespaces", action="store_true", help="look in every namespace"
     )
-    p.add_argument(
-        "-o", "--output", choices=("text", "json", "yaml"), help="output format (default: text)"
-    )
     add_cluster_args(p)
+    p.add_argument(
+        "--exit-code", action="store_true", help="exit 1 when any workload is stuck by a cause"
+    )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="triage each stuck workload in full and record it in the incident store, as the "
+        "Slack bot does ($DATABASE_URL)",
+    )
+    p.add_argument("--database-url", metavar="URL", help="incident database (with --record)")
     p.set_defaults(handler=pending)
 
 
@@ -39,25 +49,37 @@ def pending(args: argparse.Namespace) -> int:
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [getattr(source, "default_namespace", None) or "default"]
-    result = sweep(
-        source,
-        namespaces=namespaces,
-        config=EngineConfig(operator_namespace=args.operator_namespace),
-        playbook=load_playbook(args.playbook),
-    )
-    output = args.output or args.format
-    if output == "json":
-        print(result.model_dump_json(indent=2))
-    elif output == "yaml":
-        print(yaml.safe_dump(result.model_dump(mode="json"), sort_keys=False, width=100), end="")
-    else:
-        print(
-            to_text(result, scope="all namespaces" if namespaces is None else ", ".join(namespaces))
-        )
-    return 0
+    config = EngineConfig(operator_namespace=args.operator_namespace)
+    playbook = load_playbook(args.playbook)
+    started = time.perf_counter()
+    result = sweep(source, namespaces=namespaces, config=config, playbook=playbook)
+    recorded = None
+    if args.record:
+        reports = _full_reports(source, result, config=config, playbook=playbook)
+        took = (time.perf_counter() - started) * 1000 / max(len(reports), 1)
+        recorded = record(reports, database_url=args.database_url, ms=took)
+    scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
+    shown = MEMBERS_SHOWN if args.output != "wide" else None
+    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown))
+    if recorded:
+        print(recorded, file=sys.stderr)
+    return EXIT_BLOCKED if args.exit_code and result.groups else EXIT_OK
 
 
-def to_text(result: Sweep, *, scope: str) -> str:
+def _full_reports(
+    source: ClusterSource, result: Sweep, *, config: EngineConfig, playbook: Playbook
+) -> list[TriageReport]:
+    """The full report of every workload the sweep found stuck (one events list for all)."""
+    shared = SweepSource(source)
+    members = [m for g in result.groups for m in g.members] + result.waiting
+    return [
+        triage(shared, namespace=m.namespace, name=m.name, config=config, playbook=playbook)
+        for m in members
+    ]
+
+
+def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> str:
+    """People's view of a sweep; `shown` members per group (None: every one)."""
     head = (
         f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting, "
         f"{len(result.groups)} cause(s) in {scope} (cluster {result.cluster})"
@@ -66,25 +88,25 @@ def to_text(result: Sweep, *, scope: str) -> str:
     if not result.groups:
         lines.append("nothing stuck: every GPU workload in scope runs or waits for nothing")
     for i, group in enumerate(result.groups, 1):
-        lines += ["", *_group_lines(i, group, result)]
+        lines += ["", *_group_lines(i, group, result, shown=shown)]
     if result.waiting:
-        names = ", ".join(f"{m.namespace}/{m.name}" for m in result.waiting[:MEMBERS_SHOWN])
+        names = ", ".join(f"{m.namespace}/{m.name}" for m in result.waiting[:shown])
         lines += ["", f"waiting, nothing blocks them (a node on its way, preemption): {names}"]
     for error in result.errors:
         lines.append(f"not triaged: {error}")
     return "\n".join(lines)
 
 
-def _group_lines(i: int, group: Group, result: Sweep) -> list[str]:
+def _group_lines(i: int, group: Group, result: Sweep, *, shown: int | None) -> list[str]:
     owner = "-"
     if group.owner is not None:
         owner = group.owner.team + (f" ({group.owner.channel})" if group.owner.channel else "")
-    shown = group.members[:MEMBERS_SHOWN]
+    listed = group.members[:shown]
     members = ", ".join(
         f"{m.namespace}/{m.name} ({m.kind}, {m.gpus} GPU, {waited(m.since, result.generated_at)})"
-        for m in shown
+        for m in listed
     )
-    more = len(group.members) - len(shown)
+    more = len(group.members) - len(listed)
     first = group.members[0]
     return [
         f"{i}. {group.layer.value}: {group.cause}",

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpu_triage.errors import EXIT_BLOCKED, EXIT_OK
+from gpu_triage.output import add_output_arg, structured
+from gpu_triage.record import record
 from gpu_triage.sources import add_cluster_args, add_engine_args, open_source
 from triage import EngineConfig, load_playbook, load_snapshot, triage
 from triage.fleet import stuck_workloads
-from triage.render import to_json, to_text
+from triage.render import to_text
 
 
 def register(sub: Any) -> None:
@@ -25,11 +30,22 @@ def register(sub: Any) -> None:
         help="namespace (default: the kubeconfig context's, else 'default')",
     )
     add_cluster_args(p)
+    p.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 1 when a layer blocks the workload (default: 0 whenever the triage ran)",
+    )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="record the run in the incident store, as the Slack bot does ($DATABASE_URL)",
+    )
+    p.add_argument("--database-url", metavar="URL", help="incident database (with --record)")
     p.set_defaults(handler=why_pending)
 
     d = sub.add_parser("demo", help="triage every stuck GPU workload in the bundled demo cluster")
     d.add_argument("--snapshot", help="use this snapshot instead of the bundled demo cluster")
-    d.add_argument("--format", choices=("text", "json"), default="text")
+    add_output_arg(d)
     add_engine_args(d)
     d.set_defaults(handler=demo)
 
@@ -41,6 +57,7 @@ def _config(args: argparse.Namespace) -> EngineConfig:
 def why_pending(args: argparse.Namespace) -> int:
     source = open_source(snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context)
     namespace = args.namespace or getattr(source, "default_namespace", None) or "default"
+    started = time.perf_counter()
     report = triage(
         source,
         namespace=namespace,
@@ -48,8 +65,12 @@ def why_pending(args: argparse.Namespace) -> int:
         config=_config(args),
         playbook=load_playbook(args.playbook),
     )
-    print(to_json(report) if args.format == "json" else to_text(report))
-    return 0
+    took = (time.perf_counter() - started) * 1000
+    recorded = record([report], database_url=args.database_url, ms=took) if args.record else None
+    print(structured(report, args.output) or to_text(report))
+    if recorded:
+        print(recorded, file=sys.stderr)
+    return EXIT_BLOCKED if args.exit_code and report.blocked else EXIT_OK
 
 
 def demo_snapshot() -> Path:
@@ -64,8 +85,9 @@ def demo(args: argparse.Namespace) -> int:
         triage(source, namespace=ns, name=name, config=_config(args), playbook=playbook)
         for ns, name in ((s.namespace, s.name) for s in stuck_workloads(source))
     ]
-    if args.format == "json":
-        print("[" + ",\n".join(to_json(r) for r in reports) + "]")
+    data = structured(reports, args.output)
+    if data is not None:
+        print(data)
         return 0
     print(f"GPU Triage demo: {len(reports)} stuck GPU workload(s) in {path}\n")
     width = max((len(f"{r.pod.namespace}/{r.pod.name}") for r in reports), default=10)

@@ -8,12 +8,12 @@ makes; it is refused unless writes are enabled (`--allow-writes` or GPU_TRIAGE_A
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
 from gpu_triage.errors import UserError
+from gpu_triage.output import structured
 from gpu_triage.sources import add_cluster_args, open_source
 from triage import EngineConfig, load_playbook
 from triage.cluster.source import ClusterSource
@@ -153,26 +153,21 @@ def _with_probes(
 def verify_node_cmd(args: argparse.Namespace) -> int:
     source = _source(args)
     results = _with_probes(args, source, [verify_node(source, args.node, **_engine(args))])
-    return _emit(results, fmt=args.format)
+    return _emit(results, fmt=args.output)
 
 
 def verify_nodes_cmd(args: argparse.Namespace) -> int:
     selector = parse_selector(args.selector)
     source = _source(args)
     results = _with_probes(args, source, verify_nodes(source, selector=selector, **_engine(args)))
-    if not results and args.format == "text":
+    if not results and args.output == "text":
         what = f"matching {args.selector}" if selector else "(no GPU nodes found)"
         print(f"no nodes {what}: nothing verified")
-    return _emit(results, fmt=args.format) if results or args.format == "json" else 1
+    return _emit(results, fmt=args.output) if results or args.output in ("json", "yaml") else 1
 
 
 def _emit(results: list[NodeVerification], *, fmt: str) -> int:
-    if fmt == "json":
-        print(
-            json.dumps([r.model_dump(mode="json") for r in results], indent=2, ensure_ascii=False)
-        )
-    else:
-        print(to_text(results))
+    print(structured(results, fmt) or to_text(results))
     return 0 if results and all(r.passed for r in results) else 1
 
 
@@ -209,8 +204,9 @@ def preflight_cmd(args: argparse.Namespace) -> int:
 
         result = result.with_permissions(missing_permissions(client))
     result, policy_line = _with_policy(result, args.access_policy)
-    if args.format == "json":
-        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    data = structured(result, args.output)
+    if data is not None:
+        print(data)
     else:
         print(preflight_text(result))
         if policy_line:

@@ -1,9 +1,12 @@
-"""The errors a user can cause or meet, each printable as one line."""
+"""The errors a user can cause or meet, each printable as one line, and the exit status each
+gives (documented in the README: scripts branch on them, as they do on kubectl's)."""
 
 from __future__ import annotations
 
-from incidents.errors import IncidentStoreError
+from incidents.errors import IncidentStoreError, StoreUnavailableError
+from kube.errors import UnauthorizedError
 from triage import InvalidNameError, PlaybookError, SourceError
+from triage.cluster.source import ForbiddenError, UnavailableError
 
 
 class UserError(Exception):
@@ -18,3 +21,20 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     PlaybookError,
     IncidentStoreError,  # database down / not migrated, unknown incident, bad status change
 )
+
+EXIT_OK = 0  # the command completed (a triage ran, whatever it found; checks passed)
+EXIT_BLOCKED = 1  # with --exit-code: something is blocked; verify/preflight: a check failed
+EXIT_USAGE = 2  # bad flags or input: an invalid name, no such pod, namespace or incident
+EXIT_CLUSTER = 3  # the cluster could not be read: unreachable, credentials rejected, forbidden
+EXIT_STORE = 4  # the incident database is down or not initialised
+EXIT_INTERNAL = 70  # a bug (EX_SOFTWARE): rerun with --debug and report it
+EXIT_INTERRUPTED = 130
+
+
+def exit_status(error: BaseException) -> int:
+    """The exit status for a user error."""
+    if isinstance(error, (UnavailableError, ForbiddenError, UnauthorizedError)):
+        return EXIT_CLUSTER
+    if isinstance(error, StoreUnavailableError):
+        return EXIT_STORE
+    return EXIT_USAGE

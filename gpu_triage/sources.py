@@ -5,18 +5,19 @@ from __future__ import annotations
 import argparse
 import os
 
+from gpu_triage.output import add_output_arg
 from triage import ClusterSource, load_snapshot
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
-    """--snapshot / --kubeconfig / --context / --format / --playbook / --operator-namespace."""
+    """--snapshot / --kubeconfig / --context / -o / --playbook / --operator-namespace."""
     p.add_argument(
         "--snapshot",
         help="read cluster state from `kubectl get … -o yaml|json` output (file or folder)",
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_output_arg(p)
     add_engine_args(p)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -323,9 +323,12 @@ class IncidentStore:
         status: IncidentStatus | None = None,
         layer: Layer | None = None,
         limit: int = 50,
+        namespaces: Collection[str] | None = None,
     ) -> builtins.list[Incident]:
-        """Incidents, most recently opened first."""
+        """Incidents, most recently opened first (of `namespaces` only, when given)."""
         query = select(IncidentRow)
+        if namespaces is not None:
+            query = query.where(IncidentRow.namespace.in_(builtins.list(namespaces)))
         if status is not None:
             query = query.where(IncidentRow.status == IncidentStatus(status).value)
         if layer is not None:

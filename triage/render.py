@@ -6,6 +6,7 @@ Slack has its own renderer in `bot/`; both read the same TriageReport.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from triage.model import Status, TriageReport
 
@@ -18,10 +19,15 @@ _MARK = {
 }
 
 
-def to_json(report: TriageReport) -> str:
+def report_data(report: TriageReport) -> dict[str, Any]:
+    """The report as JSON-able data: the model, and its fingerprint (the incident key)."""
     data = report.model_dump(mode="json")
     data["fingerprint"] = report.fingerprint
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    return data
+
+
+def to_json(report: TriageReport) -> str:
+    return json.dumps(report_data(report), indent=2, ensure_ascii=False)
 
 
 def to_text(report: TriageReport, *, operator: bool = True) -> str:

@@ -166,7 +166,7 @@ def test_text_output(seeded: str, tmp_path: Path) -> None:
 def test_errors_are_one_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
     missing = run("incidents", "--database-url", url, cwd=tmp_path)
-    assert missing.returncode == 2
+    assert missing.returncode == 4  # the database, not the input
     assert missing.stderr.strip().splitlines() == [
         f"gpu-triage: error: incident database {url} is not initialised: run `gpu-triage db upgrade`"
     ]
@@ -180,7 +180,7 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     down = run(
         "stats", "--database-url", "postgresql+psycopg://u:s3cret@127.0.0.1:9/x", cwd=tmp_path
     )
-    assert down.returncode == 2
+    assert down.returncode == 4
     assert len(down.stderr.strip().splitlines()) == 1 and "s3cret" not in down.stderr
     assert "Traceback" not in down.stderr
 
