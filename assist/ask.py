@@ -22,6 +22,8 @@ from assist.checks import (
     WhyPendingArgs,
 )
 from assist.faq import Intent, cannot_answer, faq_answer, match
+from assist.guard import layer_agrees
+from assist.loop import verdicts_text
 from triage import TriageReport
 
 if TYPE_CHECKING:
@@ -40,6 +42,8 @@ class Answer:
     kind: str  # "faq" | "check" | "triage" | "model" | "unknown" | "error"
     intent: str | None = None
     report: TriageReport | None = None
+    # why the language model's answer was dropped and this one given instead (the engine's)
+    discarded: str | None = None
 
 
 class Assistant:
@@ -70,7 +74,48 @@ class Assistant:
         if len(question) > MAX_QUESTION:
             return Answer(f"That question is too long (over {MAX_QUESTION} characters).", "error")
         if self.model is not None:
-            return self._ask_model(question, caller=caller, default_namespace=default_namespace)
+            return self._ask_model(
+                question, caller=caller, default_namespace=default_namespace, prefix=prefix
+            )
+        return self._plain(
+            question, caller=caller, default_namespace=default_namespace, prefix=prefix
+        )
+
+    def _ask_model(
+        self, question: str, *, caller: Caller, default_namespace: str | None, prefix: str
+    ) -> Answer:
+        from assist.loop import run_loop
+        from assist.tools import make_tools
+
+        assert self.model is not None
+        tools, checks = make_tools(caller=caller, backend=self.backend)
+        asked = question
+        if default_namespace:
+            asked += f"\n(The asker's default namespace is {default_namespace}.)"
+        result = run_loop(
+            model=self.model, tools=tools, checks=checks, question=asked, limits=self.limits
+        )
+        if result.stopped == "guard":
+            return self._overruled(result.discarded or "it failed the checks", checks=checks,
+                                   question=question, caller=caller,
+                                   default_namespace=default_namespace, prefix=prefix)  # fmt: skip
+        if result.stopped is not None:
+            return Answer(result.text, "error", intent="model")
+        # A question about one pod has an answer the model must agree with, whether or not it
+        # asked the triage itself: the engine's verdict.
+        plain = self._plain(question, caller=caller, default_namespace=default_namespace,
+                            prefix=prefix)  # fmt: skip
+        if plain.report is not None and not layer_agrees(result.text, plain.report.failing_layer):
+            layer = plain.report.failing_layer
+            found = f"the {layer.value} layer" if layer is not None else "that nothing blocks it"
+            why = f"it did not agree with the triage, which found {found}"
+            return Answer(plain.text, plain.kind, plain.intent, plain.report, discarded=why)
+        return Answer(result.text, "model", intent="model")
+
+    def _plain(
+        self, question: str, *, caller: Caller, default_namespace: str | None, prefix: str
+    ) -> Answer:
+        """The answer without a model: the FAQ, or the checks a matched question asks for."""
         return answer_intent(
             match(question),
             checks=Checks(caller=caller, backend=self.backend),
@@ -78,19 +123,28 @@ class Assistant:
             prefix=prefix,
         )
 
-    def _ask_model(self, question: str, *, caller: Caller, default_namespace: str | None) -> Answer:
-        from assist.loop import run_loop
-        from assist.tools import make_tools
-
-        assert self.model is not None
-        tools, checks = make_tools(caller=caller, backend=self.backend)
-        if default_namespace:
-            question += f"\n(The asker's default namespace is {default_namespace}.)"
-        result = run_loop(
-            model=self.model, tools=tools, checks=checks, question=question, limits=self.limits
+    def _overruled(
+        self,
+        why: str,
+        *,
+        checks: Checks,
+        question: str,
+        caller: Caller,
+        default_namespace: str | None,
+        prefix: str,
+    ) -> Answer:
+        """The model's answer failed the guard: answer as if no model were configured (the
+        deterministic matcher, or the verdicts the model's own tool calls produced), and say
+        that the model's answer was discarded and why."""
+        plain = self._plain(
+            question, caller=caller, default_namespace=default_namespace, prefix=prefix
         )
-        kind = "model" if result.stopped is None else "error"
-        return Answer(result.text, kind, intent="model")
+        if plain.kind in ("triage", "check", "faq"):
+            return Answer(plain.text, plain.kind, plain.intent, plain.report, discarded=why)
+        if checks.reports:
+            report = checks.reports[0] if len(checks.reports) == 1 else None
+            return Answer(verdicts_text(checks), "triage", "model", report, discarded=why)
+        return Answer(plain.text, "error", "model", discarded=why)
 
     def summarize(self, report: TriageReport, *, operator: bool) -> str | None:
         """A guarded 2-3 sentence summary, or None (no model, model failed, or guard said no)."""

@@ -39,6 +39,7 @@ class LoopResult:
     text: str
     stopped: str | None = None  # "steps" | "time" | "model-error" | "guard" when not answered
     tool_calls: list[str] = field(default_factory=list)
+    discarded: str | None = None  # why the guard dropped the model's answer ("guard")
 
 
 def stop_message(reason: str, *, limits: Limits) -> str:
@@ -149,10 +150,8 @@ def _final(
     seen = (
         question + "\n" + "\n".join(str(m.content) for m in messages if isinstance(m, ToolMessage))
     )
-    ok = bool(text) and not unsupported(text, evidence=seen)
-    if ok and len(checks.reports) == 1:
-        ok = layer_agrees(text, checks.reports[0].failing_layer)
-    if ok:
+    result.discarded = _why_discarded(text, seen=seen, checks=checks)
+    if result.discarded is None:
         result.text = text
         return result
     # The model's wording failed the guard: say what the engine found, in its own words.
@@ -162,6 +161,21 @@ def _final(
         "<namespace>` directly."
     )
     return result
+
+
+def _why_discarded(text: str, *, seen: str, checks: Checks) -> str | None:
+    """Why the model's answer cannot be shown, in one clause; None when it passes the guard."""
+    if not text:
+        return "it was empty"
+    bad = unsupported(text, evidence=seen)
+    if bad:
+        return f"it cited {', '.join(bad[:3])}, which the cluster data it read does not contain"
+    if len(checks.reports) == 1:
+        layer = checks.reports[0].failing_layer
+        if not layer_agrees(text, layer):
+            found = f"the {layer.value} layer" if layer is not None else "that nothing blocks it"
+            return f"it did not agree with the triage, which found {found}"
+    return None
 
 
 def verdicts_text(checks: Checks) -> str:

@@ -271,7 +271,10 @@ class Handlers:
         answer = self.assistant.ask(
             cmd.question, caller=viewer, default_namespace=viewer.default_namespace, prefix="/gpu "
         )
-        self.say(asker, msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown")))
+        text = msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown"))
+        if answer.discarded:
+            text = msg.model_overruled(answer.discarded) + "\n" + text
+        self.say(asker, text)
 
     # -- the fleet view ----------------------------------------------------------------------
     def pending(self, asker: Asker, cmd: Pending) -> None:

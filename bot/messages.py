@@ -217,6 +217,13 @@ def ask_answer(text: str, *, trusted: bool) -> str:
     return truncate(text if trusted else escape(text), limit=3000)
 
 
+def model_overruled(why: str) -> str:
+    return (
+        f"_The language model's answer was discarded ({escape(why)}); "
+        "this is the triage engine's answer._"
+    )
+
+
 def ask_unavailable() -> str:
     return (
         ":grey_question: I can answer the FAQ and `why is pod <pod> pending in namespace <ns>` "

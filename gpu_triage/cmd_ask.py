@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from gpu_triage.errors import EXIT_OK, EXIT_USAGE, UserError
@@ -77,9 +78,14 @@ def ask(args: argparse.Namespace) -> int:
         data: dict[str, Any] = {"kind": answer.kind, "intent": answer.intent, "text": answer.text}
         if answer.report is not None:
             data["report"] = answer.report
+        if answer.discarded:
+            data["model_answer_discarded"] = answer.discarded
         print(structured(data, args.output))
         return EXIT_USAGE if answer.kind == "error" else EXIT_OK
+    if answer.discarded:
+        print(f"gpu-triage: the language model's answer was discarded ({answer.discarded}); "
+              "this is the triage engine's", file=sys.stderr)  # fmt: skip
     if answer.kind == "error":
         raise UserError(answer.text.replace("\n", " "))
     print(to_text(answer.report) if answer.report is not None else answer.text)
-    return 0
+    return EXIT_OK

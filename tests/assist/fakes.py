@@ -7,6 +7,7 @@ needs it, so `ScriptedModel` binds by returning itself and records every prompt 
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -53,6 +54,17 @@ class ScriptedModel(GenericFakeChatModel):
         if self.delay:
             time.sleep(self.delay)
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+class QuotaBlamingModel(ScriptedModel):
+    """A chat model that blames the namespace quota whatever it is asked, loadable by
+    GPU_TRIAGE_LLM_PROVIDER=tests.assist.fakes:QuotaBlamingModel (for `ask` end to end)."""
+
+    model: str = ""
+
+    def __init__(self, **kwargs: Any) -> None:
+        reply = "It is waiting for quota: raise the namespace quota."
+        super().__init__(messages=itertools.repeat(reply), **kwargs)
 
 
 def scripted(*replies: AIMessage | str, delay: float = 0.0) -> ScriptedModel:

@@ -66,3 +66,13 @@ def test_summary_appears_only_when_the_guard_passes(bot: Bot) -> None:
     bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
     blocks2 = bot.fake.wait_posts(2)[1].args["blocks"]
     assert "Summary" not in json.dumps(blocks2) and "quota." not in json.dumps(blocks2)
+
+
+def test_a_model_naming_the_wrong_layer_is_overruled_in_slack_with_a_note(bot: Bot) -> None:
+    bot.app.handlers.assistant = _assistant(bot, "train-x waits for quota: raise it.")
+    bot.slack.command(
+        "ask why is pod train-x pending in namespace team-a", user="UTENA", channel="CTEAMA"
+    )
+    text = bot.fake.wait_posts(1)[0].args["text"]
+    assert "language model's answer was discarded" in text and "scheduling layer" in text
+    assert "raise it" not in text

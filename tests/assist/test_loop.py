@@ -39,9 +39,11 @@ def test_answer_contradicting_the_engine_is_replaced_by_the_verdict() -> None:
         "resnet-train-0 is stuck because the namespace quota is exhausted.",
     )
     answer = Assistant(backend=backend(), model=model).ask(Q, caller=LocalOperator())
-    assert answer.kind == "error"
-    assert "team-vision/resnet-train-0: failing layer driver" in answer.text
+    # The engine's answer stands, as without a model, and says why the model's went.
+    assert answer.kind == "triage" and answer.report is not None
+    assert answer.report.failing_layer is not None and answer.report.failing_layer.value == "driver"
     assert "quota is exhausted" not in answer.text
+    assert answer.discarded == "it did not agree with the triage, which found the driver layer"
 
 
 def test_answer_citing_an_unknown_node_is_replaced() -> None:
@@ -50,7 +52,23 @@ def test_answer_citing_an_unknown_node_is_replaced() -> None:
         "The driver on gpu-h100-99 is broken.",
     )
     answer = Assistant(backend=backend(), model=model).ask(Q, caller=LocalOperator())
-    assert "gpu-h100-99" not in answer.text and "failing layer driver" in answer.text
+    assert "gpu-h100-99" not in answer.text and answer.kind == "triage"
+    assert answer.discarded is not None and "gpu-h100-99" in answer.discarded
+
+
+def test_a_wrong_layer_without_asking_the_triage_is_overruled_too() -> None:
+    """The model never called a tool and named the wrong layer: the question is about one pod,
+    so the engine's verdict is known and the model's answer must agree with it."""
+    model = scripted("It is waiting for quota: raise the namespace quota.")
+    answer = Assistant(backend=backend(), model=model).ask(Q, caller=LocalOperator())
+    assert answer.kind == "triage" and "raise the namespace quota" not in answer.text
+    assert answer.discarded is not None and "driver layer" in answer.discarded
+
+
+def test_a_right_answer_without_tools_is_kept() -> None:
+    text = "The NVIDIA driver layer blocks it: the driver pod is failing on its nodes."
+    answer = Assistant(backend=backend(), model=scripted(text)).ask(Q, caller=LocalOperator())
+    assert answer.kind == "model" and answer.text == text and answer.discarded is None
 
 
 def test_step_limit_stops_with_a_clear_message() -> None:

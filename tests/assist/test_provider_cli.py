@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,33 @@ def test_cli_subprocess(tmp_path: Path) -> None:
     )  # fmt: skip
     assert faq.returncode == 0, faq.stderr
     assert faq.stdout.startswith("No. A Pending GPU pod")
+
+
+def test_ask_with_a_model_that_names_the_wrong_layer_gives_the_engines_answer(
+    tmp_path: Path,
+) -> None:
+    """The model blames quota; the triage found the driver: the answer is the triage's, exit
+    0, and stderr says the model's answer was discarded and why."""
+    env = {
+        "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+        "PYTHONPATH": str(Path(__file__).parents[2]),
+        "GPU_TRIAGE_LLM_PROVIDER": "tests.assist.fakes:QuotaBlamingModel",
+        "GPU_TRIAGE_LLM_MODEL": "any",
+    }  # fmt: skip
+    exe = Path(sys.executable).parent / "gpu-triage"
+    question = "why is pod resnet-train-0 pending in namespace team-vision"
+    p = subprocess.run(
+        [str(exe), "ask", question, "--snapshot", SNAP],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "BLOCKED at layer driver" in p.stdout and "raise the namespace quota" not in p.stdout
+    assert "language model's answer was discarded" in p.stderr
+    assert "which found the driver layer" in p.stderr
+    data = subprocess.run(
+        [str(exe), "ask", question, "--snapshot", SNAP, "-o", "json"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    answer = json.loads(data.stdout)
+    assert answer["report"]["failing_layer"] == "driver"
+    assert "driver layer" in answer["model_answer_discarded"]
