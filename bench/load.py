@@ -33,7 +33,9 @@ import yaml
 from slack_sdk.signature import SignatureVerifier
 
 from bench.run import pct
+from bench.serve import launch
 from bot.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
+from kube.testing import write_kubeconfig
 
 OPERATOR = "ULOAD"
 
@@ -132,21 +134,10 @@ def main() -> None:
     args = parser.parse_args()
 
     work_dir = Path(tempfile.mkdtemp(prefix="gpu-triage-load-"))
-    cluster = subprocess.Popen(
-        [sys.executable, "-m", "bench.serve", "--nodes", str(args.nodes), "--pods", str(args.pods),
-         "--latency", str(args.latency)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert cluster.stdout is not None and cluster.stdin is not None
-    info = json.loads(cluster.stdout.readline())
+    cluster, info = launch(nodes=args.nodes, pods=args.pods, latency=args.latency)
+    assert cluster.stdin is not None
     work = [tuple(p) for p in info["pending"] if p[0].startswith("team-")][: args.workloads]
-    kubeconfig = work_dir / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "load",
-        "clusters": [{"name": "load", "cluster": {"server": info["url"]}}],
-        "users": [{"name": "load", "user": {"token": "fake-token"}}],
-        "contexts": [{"name": "load", "context": {"cluster": "load", "user": "load"}}],
-    }))  # fmt: skip
+    kubeconfig = write_kubeconfig(info["url"], work_dir / "kubeconfig", context="load")
     policy = work_dir / "policy.yaml"
     policy.write_text(yaml.safe_dump({"operators": {"users": [OPERATOR]}}))
     database = work_dir / "incidents.sqlite"

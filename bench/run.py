@@ -13,17 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.serve import launch
 from kube.cache import CachedSource
 from kube.client import RawClient, load_client
 from kube.live import LiveSource
+from kube.testing import write_kubeconfig
 from triage.cluster.source import ClusterSource
 
 
@@ -137,23 +137,14 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.monotonic()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench.serve", "--nodes", str(args.nodes), "--pods", str(args.pods),
-         "--churn", str(args.churn)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    server, info = launch(nodes=args.nodes, pods=args.pods, churn=args.churn)
     assert server.stdout is not None and server.stdin is not None
-    info = json.loads(server.stdout.readline())
     pending = [tuple(p) for p in info["pending"]]
     print(f"cluster: {args.nodes} nodes, {args.pods} pods, {len(pending)} pending; "
           f"generated and served in {time.monotonic() - t0:.1f}s at {info['url']}")  # fmt: skip
-    kubeconfig = Path(tempfile.mkdtemp()) / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "bench",
-        "clusters": [{"name": "bench", "cluster": {"server": info["url"]}}],
-        "users": [{"name": "bench", "user": {"token": "fake-token"}}],
-        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
-    }))  # fmt: skip
+    kubeconfig = write_kubeconfig(
+        info["url"], Path(tempfile.mkdtemp()) / "kubeconfig", context="bench"
+    )
 
     def client() -> RawClient:
         api, name = load_client(kubeconfig=str(kubeconfig))

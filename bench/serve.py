@@ -11,11 +11,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+from typing import Any
 
 from bench.churn import Churn, running_pods
 from bench.synth import cluster
 from kube.testing import FakeApiServer
+
+
+def launch(
+    *, nodes: int, pods: int, churn: float = 0.0, latency: float = 0.0
+) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """This module in a child process (so a bench's RSS is its own); what it printed once
+    ready ({"url", "pending"}). Close its stdin to stop it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.serve", "--nodes", str(nodes), "--pods", str(pods),
+         "--churn", str(churn), "--latency", str(latency)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
 
 
 def main() -> None:

@@ -80,6 +80,20 @@ def _status(code: int, reason: str, message: str) -> bytes:
     return json.dumps(body | {"reason": reason, "message": message}).encode()
 
 
+def write_kubeconfig(url: str, path: Path, *, context: str = "fake") -> Path:
+    """A kubeconfig whose one context reaches a fake API server at `url`."""
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": url}}],
+        "users": [{"name": context, "user": {"token": TOKEN}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+    }
+    path.write_text(json.dumps(cfg))
+    return path
+
+
 class FakeApiServer:
     """In-memory API server on 127.0.0.1. Use as a context manager or call start()/stop()."""
 
@@ -127,16 +141,7 @@ class FakeApiServer:
         self.stop()
 
     def write_kubeconfig(self, path: Path, *, context: str = "fake") -> Path:
-        cfg = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
-            "users": [{"name": context, "user": {"token": TOKEN}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-            "current-context": context,
-        }
-        path.write_text(json.dumps(cfg))
-        return path
+        return write_kubeconfig(self.url, path, context=context)
 
     # --- state changes -------------------------------------------------------------------
 
