@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.fleet import group_blocks
+from bot.fleet import alert_text, group_blocks
 from bot.mrkdwn import escape
 from bot.render import section
 from incidents.values import GroupChange, GroupIncident
@@ -180,7 +180,7 @@ class Alerter:
         try:
             posted = self.client.chat_postMessage(
                 channel=rule.id or channel,
-                text=f"{group.layer.value}: {group.cause}",
+                text=alert_text(group.layer.value, group.cluster, group.cause),
                 blocks=group_blocks(group, now=now),
                 unfurl_links=False,
             )
@@ -201,7 +201,7 @@ class Alerter:
             self.client.chat_update(
                 channel=row.channel,
                 ts=row.thread_ts,
-                text=f"{group.layer.value}: {group.cause}",
+                text=alert_text(group.layer.value, group.cluster, group.cause),
                 blocks=group_blocks(group, now=now),
             )
             out.updated += 1
@@ -227,7 +227,7 @@ class Alerter:
     def _resolved(self, row: GroupIncident, out: CycleResult) -> None:
         if row.channel is None or row.thread_ts is None:
             return
-        text = f"resolved: {row.layer.value}: {row.cause}"
+        text = "resolved: " + alert_text(row.layer.value, row.cluster, row.cause)
         try:
             self.client.chat_update(
                 channel=row.channel,

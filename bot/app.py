@@ -30,6 +30,7 @@ from bot.commands import (
     Command,
     Help,
     InvalidNameError,
+    ListClusters,
     ListIncidents,
     Pending,
     ShowIncident,
@@ -107,7 +108,9 @@ def create_app(
     )
     buttons = Buttons(handlers=handlers)
     app.pool = WorkerPool(workers=settings.workers, max_pending=settings.max_pending)
-    flights = Flights(app.pool)
+    # One cluster's triages run on at most all workers but one: a cluster that hangs
+    # leaves a worker to the other clusters and to every other command.
+    flights = Flights(app.pool, per_lane=max(1, settings.workers - 1), limit=settings.max_pending)
     app.handlers = handlers
     seen = SeenSet(ttl=600.0)
 
@@ -166,6 +169,8 @@ def create_app(
             handlers.incident(asker, cmd)
         elif isinstance(cmd, ShowStats):
             handlers.stats(asker, cmd)
+        elif isinstance(cmd, ListClusters):
+            handlers.clusters(asker)
         elif isinstance(cmd, Ask):
             handlers.ask(asker, cmd)
         else:

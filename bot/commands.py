@@ -7,9 +7,9 @@ nothing of Slack requests, policy or the engine.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from triage import InvalidNameError, validate_name, validate_namespace
+from triage import InvalidNameError, validate_cluster, validate_name, validate_namespace
 
 
 class UsageError(ValueError):
@@ -37,7 +37,7 @@ class VerifyNode:
 
 @dataclass(frozen=True)
 class ListIncidents:
-    pass
+    cluster: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,11 @@ class ShowIncident:
 
 @dataclass(frozen=True)
 class ShowStats:
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class ListClusters:
     pass
 
 
@@ -60,7 +65,17 @@ class Ask:
     question: str
 
 
-Command = WhyPending | Pending | VerifyNode | ListIncidents | ShowIncident | ShowStats | Help | Ask
+Command = (
+    WhyPending
+    | Pending
+    | VerifyNode
+    | ListIncidents
+    | ShowIncident
+    | ShowStats
+    | ListClusters
+    | Help
+    | Ask
+)
 MAX_QUESTION = 2000
 
 
@@ -82,81 +97,82 @@ def parse(text: str) -> Command:
         return Help()
     verb, args = words[0].lower(), words[1:]
     if verb == "why-pending":
-        return _why_pending(args)
+        opts = _options(verb, args, flags=("-n", "--cluster"), names=1, what="pod name")
+        if not opts.names:
+            raise UsageError("why-pending needs a pod name")
+        name = validate_name(opts.names[0])
+        return WhyPending(name=name, namespace=opts.namespace, cluster=opts.cluster)
     if verb == "pending":
-        return _pending(args)
+        opts = _options(verb, args, flags=("-n", "--cluster", "-A"))
+        return Pending(namespace=opts.namespace, cluster=opts.cluster)
     if verb == "verify-node":
-        cluster = None
-        if len(args) == 3 and args[1] == "--cluster":
-            args, cluster = args[:1], args[2]
-        if len(args) != 1:
+        opts = _options(verb, args, flags=("--cluster",), names=1, what="node name")
+        if not opts.names:
             raise UsageError("verify-node takes one node name (and optionally --cluster NAME)")
-        return VerifyNode(node=validate_name(args[0], what="node name"), cluster=cluster)
+        return VerifyNode(node=validate_name(opts.names[0], what="node name"), cluster=opts.cluster)
     if verb == "incidents":
-        if args:
-            raise UsageError("incidents takes no arguments")
-        return ListIncidents()
+        return ListIncidents(cluster=_options(verb, args, flags=("--cluster",)).cluster)
     if verb == "incident":
         if len(args) != 1 or not args[0].lstrip("#").isdigit():
             raise UsageError("incident takes one numeric incident id")
         return ShowIncident(incident_id=int(args[0].lstrip("#")))
     if verb == "stats":
+        return ShowStats(cluster=_options(verb, args, flags=("--cluster",)).cluster)
+    if verb == "clusters":
         if args:
-            raise UsageError("stats takes no arguments")
-        return ShowStats()
+            raise UsageError("clusters takes no arguments")
+        return ListClusters()
     raise UsageError(f"unknown command {_shown(verb)}")
 
 
-def _why_pending(args: list[str]) -> WhyPending:
-    name: str | None = None
+@dataclass
+class _Options:
     namespace: str | None = None
     cluster: str | None = None
-    it = iter(args)
-    for word in it:
-        if word in ("-n", "--namespace", "--cluster"):
-            value = next(it, None)
-            if value is None:
-                raise UsageError(f"{word} needs a value")
-            if word == "--cluster":
-                cluster = validate_name(value, what="cluster name")
-            else:
-                namespace = validate_namespace(value)
-        elif word.startswith("--namespace=") or word.startswith("--cluster="):
-            flag, _, value = word.partition("=")
-            if flag == "--cluster":
-                cluster = validate_name(value, what="cluster name")
-            else:
-                namespace = validate_namespace(value)
-        elif word.startswith("-"):
-            raise UsageError(f"unknown option {_shown(word)}")
-        elif name is None:
-            name = validate_name(word)
-        else:
-            raise UsageError(f"why-pending takes one pod name, got also {_shown(word)}")
-    if name is None:
-        raise UsageError("why-pending needs a pod name")
-    return WhyPending(name=name, namespace=namespace, cluster=cluster)
+    names: list[str] = field(default_factory=list)
 
 
-def _pending(args: list[str]) -> Pending:
-    namespace: str | None = None
-    cluster: str | None = None
+_FLAG_HELP = {
+    "-n": "-n NAMESPACE",
+    "--cluster": "--cluster NAME",
+    "-A": "-A",
+}
+
+
+def _usage(flags: tuple[str, ...]) -> str:
+    shown = [_FLAG_HELP[f] for f in flags]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _options(
+    verb: str, args: list[str], *, flags: tuple[str, ...], names: int = 0, what: str = "name"
+) -> _Options:
+    """kubectl-style options: `-n NS`, `--namespace=NS`, `--cluster NAME`, `-A`, and up to
+    `names` positional names, in any order."""
+    opts = _Options()
     it = iter(args)
     for word in it:
         flag, eq, inline = word.partition("=")
-        if flag in ("-n", "--namespace", "--cluster"):
+        flag = {"--namespace": "-n", "--all-namespaces": "-A"}.get(flag, flag)
+        if flag in ("-n", "--cluster") and flag in flags:
             value = inline if eq else next(it, None)
             if not value:
-                raise UsageError(f"{flag} needs a value")
+                raise UsageError(f"{word.partition('=')[0]} needs a value")
             if flag == "--cluster":
-                cluster = validate_name(value, what="cluster name")
+                opts.cluster = validate_cluster(value)
             else:
-                namespace = validate_namespace(value)
-        elif word in ("-A", "--all-namespaces"):
-            namespace = None  # what you may see is the scope anyway
+                opts.namespace = validate_namespace(value)
+        elif flag == "-A" and flag in flags and not eq:
+            opts.namespace = None  # what you may see is the scope anyway
+        elif word.startswith("-"):
+            raise UsageError(f"unknown option {_shown(word)}: {verb} takes {_usage(flags)}")
+        elif len(opts.names) < names:
+            opts.names.append(word)
+        elif names:
+            raise UsageError(f"{verb} takes one {what}, got also {_shown(word)}")
         else:
-            raise UsageError(f"pending takes -n NAMESPACE and --cluster NAME, not {_shown(word)}")
-    return Pending(namespace=namespace, cluster=cluster)
+            raise UsageError(f"{verb} takes {_usage(flags)}, not {_shown(word)}")
+    return opts
 
 
 def _shown(word: str) -> str:
@@ -176,6 +192,7 @@ __all__ = [
     "Command",
     "Help",
     "InvalidNameError",
+    "ListClusters",
     "ListIncidents",
     "Pending",
     "ShowIncident",

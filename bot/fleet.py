@@ -24,7 +24,8 @@ def _summary(group: Group, now: datetime) -> str:
     names = ", ".join(escape(f"{m.namespace}/{m.name}") for m in shown)
     more = len(group.members) - len(shown)
     return (
-        f"*{escape(group.layer.value)}*: {escape(group.cause)}\n"
+        f"*{escape(group.layer.value)}* in cluster {escape(group.cluster)}: "
+        f"{escape(group.cause)}\n"
         f"{group.workloads} workload(s), {group.gpus} GPU(s) waiting, oldest "
         f"{waited(group.oldest, now)}, owner {escape(owner)}\n"
         + names
@@ -32,12 +33,22 @@ def _summary(group: Group, now: datetime) -> str:
     )
 
 
+def alert_text(layer: str, cluster: str, cause: str) -> str:
+    """The plain text of a group alert (notifications, screen readers)."""
+    return f"{layer} in cluster {cluster}: {cause}"
+
+
 def group_blocks(group: Group, *, now: datetime) -> list[Block]:
     """One group as an alert: the cause, the numbers, who owns it, the members, how to drill in."""
     first = group.members[0]
     return [
         section(truncate(f":rotating_light: {_summary(group, now)}", limit=MAX_SECTION)),
-        context(escape(f"drill in: /gpu why-pending {first.name} -n {first.namespace}")),
+        context(
+            escape(
+                f"drill in: /gpu why-pending {first.name} -n {first.namespace} "
+                f"--cluster {group.cluster}"
+            )
+        ),
     ]
 
 
@@ -75,7 +86,12 @@ def pending_blocks(result: Sweep, *, scope: str) -> list[Block]:
         }
         blocks += [
             block,
-            context(escape(f"drill in: /gpu why-pending {first.name} -n {first.namespace}")),
+            context(
+                escape(
+                    f"drill in: /gpu why-pending {first.name} -n {first.namespace} "
+                    f"--cluster {group.cluster}"
+                )
+            ),
         ]
     hidden = len(result.groups) - GROUPS_SHOWN
     if hidden > 0:
@@ -92,7 +108,8 @@ def stored_group_blocks(row: GroupIncident) -> list[Block]:
     more = len(names) - MEMBERS_SHOWN
     owner = row.owner_team or "-"
     text = (
-        f":rotating_light: *{escape(row.layer.value)}*: {escape(row.cause)}\n"
+        f":rotating_light: *{escape(row.layer.value)}* in cluster {escape(row.cluster)}: "
+        f"{escape(row.cause)}\n"
         f"{row.workloads} workload(s), {row.gpus} GPU(s) waiting, owner {escape(owner)}\n"
         + shown
         + (f" and {more} more" if more > 0 else "")

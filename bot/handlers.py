@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
@@ -25,7 +25,7 @@ from bot.commands import (
     VerifyNode,
     WhyPending,
 )
-from bot.fleet import parse_group_value, pending_blocks, stored_group_blocks
+from bot.fleet import alert_text, parse_group_value, pending_blocks, stored_group_blocks
 from bot.mrkdwn import escape
 from bot.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
@@ -88,18 +88,37 @@ class Handlers:
                 channel=asker.channel, thread_ts=asker.thread_ts, text=text, unfurl_links=False
             )
 
-    def viewer(self, asker: Asker) -> Viewer:
+    def viewer(self, asker: Asker, cluster: str | None = None) -> Viewer:
+        """What `asker` may see in `cluster` (a resolved name; None: the grants that hold in
+        every cluster)."""
         return self.policy.viewer(
-            user=asker.user, channel=asker.channel, groups_of=self.groups.groups_of
+            user=asker.user,
+            channel=asker.channel,
+            groups_of=self.groups.groups_of,
+            cluster=cluster,
         )
+
+    def cluster_for(self, asker: Asker, cluster: str | None) -> str | None:
+        """The cluster a command is about, by name: the one asked for, else the channel's
+        default (access policy), else the bot's default. None once an unknown name was
+        answered."""
+        try:
+            return self.service.cluster_name(cluster or self.policy.cluster_for(asker.channel))
+        except (LookupError, SourceError) as e:  # unknown, or a context that does not load
+            self.say(asker, _failure(e))
+        return None
 
     def channel_audience_is_operator(self, channel: str | None) -> bool:
         return channel is not None and channel in self.policy.operators.channels
 
     # -- why-pending -------------------------------------------------------------------------
-    def namespace_for(self, asker: Asker, cmd: WhyPending) -> str | None:
-        """The namespace to triage in for `asker`; None once a refusal was answered."""
-        viewer = self.viewer(asker)
+    def target(self, asker: Asker, cmd: WhyPending) -> tuple[WhyPending, str] | None:
+        """`cmd` with its cluster named, and the namespace to triage in for `asker`; None
+        once a refusal was answered."""
+        cluster = self.cluster_for(asker, cmd.cluster)
+        if cluster is None:
+            return None
+        viewer = self.viewer(asker, cluster)
         namespace = cmd.namespace or viewer.default_namespace
         if namespace is None:
             self.say(asker, msg.no_namespace())
@@ -108,13 +127,14 @@ class Handlers:
             # Exactly the not-found answer: a tenant learns nothing about other namespaces.
             self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
             return None
-        return namespace
+        return replace(cmd, cluster=cluster), namespace
 
     def triage(self, asker: Asker, cmd: WhyPending) -> OutcomeLike | None:
         """Run the triage for `asker`, answering errors; None when an error was answered."""
-        namespace = self.namespace_for(asker, cmd)
-        if namespace is None:
+        found = self.target(asker, cmd)
+        if found is None:
             return None
+        cmd, namespace = found
         try:
             return self._run(asker, cmd, namespace)
         except Exception as e:
@@ -142,10 +162,12 @@ class Handlers:
     def why_pending_shared(self, asker: Asker, cmd: WhyPending, flights: Flights) -> None:
         """Answer `asker` with the triage of `cmd`'s workload, sharing one run with everyone
         asking about the same workload meanwhile (one triage, one incident); say busy when
-        the pool has no room for a new one."""
-        namespace = self.namespace_for(asker, cmd)
-        if namespace is None:
+        the pool has no room for a new one. Each cluster is a lane of its own: a cluster
+        that answers slowly holds at most its lane's share of the workers."""
+        found = self.target(asker, cmd)
+        if found is None:
             return
+        cmd, namespace = found
 
         def deliver(done: Done[OutcomeLike]) -> None:
             try:
@@ -165,12 +187,13 @@ class Handlers:
             ("why-pending", cmd.cluster, namespace, cmd.name),
             lambda: self._run(asker, cmd, namespace),
             deliver,
+            lane=cmd.cluster,
         )
 
     def why_pending(self, asker: Asker, cmd: WhyPending) -> None:
         outcome = self.triage(asker, cmd)
         if outcome is not None:
-            self.answer(asker, cmd, outcome)
+            self.answer(asker, replace(cmd, cluster=outcome.report.cluster), outcome)
 
     def answer(self, asker: Asker, cmd: WhyPending, outcome: OutcomeLike) -> None:
         """Post a triage's answer where `asker` asked: privately, or in the channel's thread
@@ -220,7 +243,7 @@ class Handlers:
                 log.warning("could not attach thread to incident %s: %s", incident.id, e)
 
     def _reply_private(self, asker: Asker, outcome: OutcomeLike, *, ref: ButtonRef) -> None:
-        viewer = self.viewer(asker)
+        viewer = self.viewer(asker, outcome.report.cluster)
         blocks = report_blocks(outcome.report, include_detail=viewer.operator, ref=ref)
         blocks = with_summary(blocks, self.summary(outcome.report, operator=viewer.operator))
         if outcome.store_error:
@@ -253,7 +276,10 @@ class Handlers:
         or the assistant. Access policy applies inside every check the assistant runs."""
         from assist.faq import faq_answer, match
 
-        viewer = self.viewer(asker)
+        cluster = self.cluster_for(asker, None)
+        if cluster is None:
+            return
+        viewer = self.viewer(asker, cluster)
         has_model = self.assistant is not None and self.assistant.model is not None
         intent = None if has_model else match(cmd.question)
         if intent is not None and intent.kind == "why-pending" and intent.name is not None:
@@ -279,7 +305,10 @@ class Handlers:
     # -- the fleet view ----------------------------------------------------------------------
     def pending(self, asker: Asker, cmd: Pending) -> None:
         """Every stuck GPU workload the asker may see, grouped by root cause, privately."""
-        viewer = self.viewer(asker)
+        cluster = self.cluster_for(asker, cmd.cluster)
+        if cluster is None:
+            return
+        viewer = self.viewer(asker, cluster)
         namespaces: list[str] | None
         if cmd.namespace is not None:
             # A namespace the asker may not see reads as an empty one: nothing leaks.
@@ -290,7 +319,7 @@ class Handlers:
         else:
             namespaces, scope = sorted(viewer.namespaces), "your namespaces"
         try:
-            result = self.service.sweep(cluster=cmd.cluster, namespaces=namespaces)
+            result = self.service.sweep(cluster=cluster, namespaces=namespaces)
         except (InvalidNameError, SourceError, LookupError) as e:
             self.say(asker, _failure(e))
             return
@@ -302,7 +331,7 @@ class Handlers:
         # A mention in a channel answers there, for everyone in it: only what the channel's
         # audience may see too; whatever else the asker may see reaches them alone.
         assert asker.channel is not None
-        audience = self.policy.audience(asker.channel)
+        audience = self.policy.audience(asker.channel, cluster=cluster)
         public = result.only(lambda ns: viewer.may_see(ns) and audience.may_see(ns))
         self.client.chat_postMessage(
             channel=asker.channel,
@@ -333,12 +362,12 @@ class Handlers:
     def open_group(self, asker: Asker, value: str) -> None:
         """The "Incident thread" button: a link to the group's thread, opening one for an
         operator when the group has none yet."""
-        viewer = self.viewer(asker)
         try:
             cluster, key = parse_group_value(value)
         except ValueError:
             self.say(asker, msg.group_not_found())
             return
+        viewer = self.viewer(asker, cluster)
         row = self.store.groups.find(cluster, key)
         if row is None or not any(viewer.may_see(str(m.get("namespace"))) for m in row.members):
             self.say(asker, msg.group_not_found())
@@ -354,7 +383,7 @@ class Handlers:
             try:
                 posted = self.client.chat_postMessage(
                     channel=asker.channel,
-                    text=f"{row.layer.value}: {row.cause}",
+                    text=alert_text(row.layer.value, row.cluster, row.cause),
                     blocks=stored_group_blocks(row),
                     unfurl_links=False,
                 )
@@ -373,8 +402,11 @@ class Handlers:
         if not self.viewer(asker).operator:
             self.say(asker, msg.operator_only())
             return
+        cluster = self.cluster_for(asker, cmd.cluster)
+        if cluster is None:
+            return
         try:
-            result = self.service.verify(cluster=cmd.cluster, node=cmd.node)
+            result = self.service.verify(cluster=cluster, node=cmd.node)
         except NotFoundError:
             self.say(asker, msg.node_not_found(cmd.node))
             return
@@ -384,12 +416,18 @@ class Handlers:
         self.say(asker, msg.verification(result))
 
     def incidents(self, asker: Asker, cmd: ListIncidents) -> None:
-        viewer = self.viewer(asker)
+        """Open incidents the asker may see: of every cluster, or of `--cluster`'s."""
+        cluster = None
+        if cmd.cluster is not None:
+            cluster = self.cluster_for(asker, cmd.cluster)
+            if cluster is None:
+                return
+        may_see = self._sees(asker)
         candidates = [
-            *self.store.list(status=IncidentStatus.OPEN, limit=200),
-            *self.store.list(status=IncidentStatus.ACKNOWLEDGED, limit=200),
+            *self.store.list(status=IncidentStatus.OPEN, limit=200, cluster=cluster),
+            *self.store.list(status=IncidentStatus.ACKNOWLEDGED, limit=200, cluster=cluster),
         ]
-        open_ = [i for i in candidates if viewer.may_see(i.namespace)][:20]
+        open_ = [i for i in candidates if may_see(i.cluster, i.namespace)][:20]
         if not open_:
             self.say(asker, msg.no_incidents())
             return
@@ -400,6 +438,7 @@ class Handlers:
                 layer=None if i.failing_layer is None else i.failing_layer.value,
                 namespace=i.namespace,
                 name=i.name,
+                cluster=i.cluster if len({i.cluster for i in open_}) > 1 else None,
             )
             for i in open_
         ]
@@ -407,7 +446,7 @@ class Handlers:
 
     def incident(self, asker: Asker, cmd: ShowIncident) -> None:
         inc = self.store.get(cmd.incident_id)
-        if inc is None or not self.viewer(asker).may_see(inc.namespace):
+        if inc is None or not self.viewer(asker, inc.cluster).may_see(inc.namespace):
             self.say(asker, msg.incident_not_found(str(cmd.incident_id)))
             return
         text = msg.incident_line(
@@ -416,11 +455,50 @@ class Handlers:
             layer=None if inc.failing_layer is None else inc.failing_layer.value,
             namespace=inc.namespace,
             name=inc.name,
+            cluster=inc.cluster,
         )
         self.say(asker, f"{text}\n{escape(inc.headline)}")
 
+    def _sees(self, asker: Asker) -> Callable[[str, str], bool]:
+        """`may_see(cluster, namespace)` for `asker`, one policy resolution per cluster."""
+        viewers: dict[str, Viewer] = {}
+
+        def may_see(cluster: str, namespace: str) -> bool:
+            if cluster not in viewers:
+                viewers[cluster] = self.viewer(asker, cluster)
+            return viewers[cluster].may_see(namespace)
+
+        return may_see
+
+    def clusters(self, asker: Asker) -> None:
+        """The clusters this bot serves and the state of their caches; operators also see
+        sizes and what is failing (server addresses may appear there)."""
+        operator = self.viewer(asker).operator
+        found = self.service.clusters()
+        if not found:
+            self.say(asker, msg.no_clusters())
+            return
+        default = self.cluster_for(asker, None)
+        lines = [
+            msg.cluster_line(
+                name=c.name,
+                state=c.state,
+                default=c.name == default,
+                nodes=c.nodes if operator else None,
+                pods=c.pods if operator else None,
+                detail=c.detail if operator else "",
+            )
+            for c in found
+        ]
+        self.say(asker, "\n".join(lines))
+
     def stats(self, asker: Asker, cmd: ShowStats) -> None:
-        s = self.store.stats()
+        cluster = None
+        if cmd.cluster is not None:
+            cluster = self.cluster_for(asker, cmd.cluster)
+            if cluster is None:
+                return
+        s = self.store.stats(cluster=cluster)
         lines = [
             msg.stats_line(label="open now", count=s.open_now),
             msg.stats_line(label="resolved", count=s.resolved),
@@ -430,7 +508,7 @@ class Handlers:
             msg.stats_line(label=f"{layer.value}", count=n) for layer, n in s.by_layer.items()
         ]
         if self.viewer(asker).operator:  # group counts span every tenant
-            groups = self.store.groups.counts()
+            groups = self.store.groups.counts(cluster=cluster)
             lines.append(msg.stats_line(label="root-cause groups open", count=groups["open"]))
         self.say(asker, "\n".join(lines))
 

@@ -15,10 +15,11 @@ USAGE = (
     "is not running\n"
     "• `/gpu pending [-n <namespace>] [--cluster <name>]`: every stuck GPU workload you may "
     "see, grouped by root cause\n"
-    "• `/gpu verify-node <node>`: post-install checks for one GPU node\n"
-    "• `/gpu incidents`: open incidents\n"
+    "• `/gpu verify-node <node> [--cluster <name>]`: post-install checks for one GPU node\n"
+    "• `/gpu incidents [--cluster <name>]`: open incidents\n"
     "• `/gpu incident <id>`: one incident\n"
-    "• `/gpu stats`: incident counts per layer\n"
+    "• `/gpu stats [--cluster <name>]`: incident counts per layer\n"
+    "• `/gpu clusters`: the clusters I serve and whether their data is current\n"
     "• `/gpu ask <question>`: a question in your own words (the FAQ, or _why is pod X "
     "pending in namespace Y_)\n"
     "• `/gpu help`: this message\n"
@@ -71,7 +72,7 @@ def source_error(reason: str) -> str:
 
 
 def unknown_cluster(name: str) -> str:
-    return f":warning: I don't serve a cluster named {code(name)}."
+    return f":warning: I don't serve a cluster named {code(name)}. `/gpu clusters` lists them."
 
 
 def internal_error() -> str:
@@ -202,10 +203,50 @@ def escalation_failed(reason: str) -> str:
 
 
 def incident_line(
-    *, incident_id: str, status: str, layer: str | None, namespace: str, name: str
+    *,
+    incident_id: str,
+    status: str,
+    layer: str | None,
+    namespace: str,
+    name: str,
+    cluster: str | None = None,
 ) -> str:
     where = code(f"{namespace}/{name}")
+    if cluster:
+        where += f" in {code(cluster)}"
     return f"• {code(incident_id)} {where}: {escape(layer or 'not blocked')} ({escape(status)})"
+
+
+CLUSTER_STATES = {
+    "synced": ":white_check_mark: synced",
+    "syncing": ":hourglass_flowing_sand: syncing",
+    "stale": ":warning: stale",
+    "down": ":x: unreachable",
+    "snapshot": ":camera: snapshot",
+}
+
+
+def cluster_line(
+    *,
+    name: str,
+    state: str,
+    default: bool,
+    nodes: int | None = None,
+    pods: int | None = None,
+    detail: str = "",
+) -> str:
+    """One served cluster in `/gpu clusters`: name, cache state, size and trouble."""
+    line = f"• {code(name)}{' (default here)' if default else ''}: "
+    line += CLUSTER_STATES.get(state, escape(state))
+    if nodes is not None and pods is not None and state != "down":
+        line += f", {nodes} nodes, {pods} pods"
+    if detail:
+        line += f" ({escape(truncate(detail, limit=200))})"
+    return line
+
+
+def no_clusters() -> str:
+    return "No cluster is connected yet."
 
 
 def stats_line(*, label: str, count: int) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from triage import InvalidNameError, validate_namespace
+from triage import InvalidNameError, validate_cluster, validate_namespace
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,9 @@ class Tenant(Principals):
     name: str = Field(min_length=1)
     namespaces: list[str] = Field(min_length=1)
     default_namespace: str | None = None
+    # The clusters these namespaces are granted in; empty: every cluster the bot serves.
+    # One bot serving several clusters: `ml` in prod-east may belong to another team in lab.
+    clusters: list[str] = Field(default_factory=list)
 
     @field_validator("namespaces")
     @classmethod
@@ -75,16 +78,35 @@ class Tenant(Principals):
         if self.default_namespace is not None and self.default_namespace not in self.namespaces:
             raise ValueError(f"default_namespace {self.default_namespace!r} is not in namespaces")
 
+    @field_validator("clusters")
+    @classmethod
+    def _clusters(cls, v: list[str]) -> list[str]:
+        return _check_clusters(v)
+
     @property
     def default(self) -> str:
         return self.default_namespace or self.namespaces[0]
 
+    def grants_in(self, cluster: str | None) -> bool:
+        """Whether the grant holds in `cluster` (None: a cluster not named yet, so only
+        grants that hold everywhere)."""
+        return not self.clusters or cluster in self.clusters
+
 
 class Defaults(_Strict):
-    """Default namespace per channel or user, for operators and anyone else it suits."""
+    """Default namespace per channel or user, and default cluster per channel (a bot that
+    serves several clusters: #gpu-prod-east asks prod-east unless told `--cluster`)."""
 
     channels: dict[str, str] = Field(default_factory=dict)
     users: dict[str, str] = Field(default_factory=dict)
+    clusters: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("clusters")
+    @classmethod
+    def _clusters(cls, v: dict[str, str]) -> dict[str, str]:
+        _check_ids(list(v), pattern=_CHANNEL, what="channel id")
+        _check_clusters(list(v.values()))
+        return v
 
 
 class AccessPolicy(_Strict):
@@ -106,10 +128,21 @@ class AccessPolicy(_Strict):
             groups.update(t.usergroups)
         return groups
 
+    def cluster_for(self, channel: str | None) -> str | None:
+        """The channel's default cluster, if the policy names one."""
+        return None if channel is None else self.defaults.clusters.get(channel)
+
     def viewer(
-        self, *, user: str, channel: str | None, groups_of: Callable[[str], Iterable[str]]
+        self,
+        *,
+        user: str,
+        channel: str | None,
+        groups_of: Callable[[str], Iterable[str]],
+        cluster: str | None = None,
     ) -> Viewer:
-        """Resolve what `user` asking in `channel` may see. `groups_of(user)` lists their groups."""
+        """Resolve what `user` asking in `channel` may see in `cluster` (its name; None
+        counts only the grants that hold in every cluster). `groups_of(user)` lists their
+        groups."""
         member_of: set[str] | None = None
 
         def in_groups(wanted: list[str]) -> bool:
@@ -132,14 +165,15 @@ class AccessPolicy(_Strict):
         default: str | None = self.defaults.users.get(user)
         if default is None and channel is not None:
             default = self.defaults.channels.get(channel)
-        by_channel = next((t for t in self.tenants if channel and channel in t.channels), None)
-        for tenant in self.tenants:
+        tenants = [t for t in self.tenants if t.grants_in(cluster)]
+        by_channel = next((t for t in tenants if channel and channel in t.channels), None)
+        for tenant in tenants:
             if matches(tenant):
                 namespaces.update(tenant.namespaces)
         if default is None and by_channel is not None:
             default = by_channel.default
         if default is None:
-            default = next((t.default for t in self.tenants if user in t.users), None)
+            default = next((t.default for t in tenants if user in t.users), None)
         return Viewer(
             user=user,
             operator=operator,
@@ -147,15 +181,18 @@ class AccessPolicy(_Strict):
             default_namespace=default,
         )
 
-    def audience(self, channel: str) -> Viewer:
-        """What everyone in `channel` may see by being there: all of it in an operator
-        channel, the namespaces of the tenants that list the channel, else nothing. A public
-        answer in a channel shows no more than this."""
+    def audience(self, channel: str, *, cluster: str | None = None) -> Viewer:
+        """What everyone in `channel` may see in `cluster` by being there: all of it in an
+        operator channel, the namespaces of the tenants that list the channel, else nothing.
+        A public answer in a channel shows no more than this."""
         return Viewer(
             user="",
             operator=channel in self.operators.channels,
             namespaces=frozenset(
-                ns for t in self.tenants if channel in t.channels for ns in t.namespaces
+                ns
+                for t in self.tenants
+                if channel in t.channels and t.grants_in(cluster)
+                for ns in t.namespaces
             ),
             default_namespace=None,
         )
@@ -181,6 +218,13 @@ def _check_ids(values: list[str], *, pattern: str, what: str) -> list[str]:
     if bad:
         raise ValueError(f"not a Slack {what}: {bad[0]!r}")
     return values
+
+
+def _check_clusters(values: list[str]) -> list[str]:
+    try:
+        return [validate_cluster(v) for v in values]
+    except InvalidNameError as e:
+        raise ValueError(str(e)) from None
 
 
 def load_policy(path: str | Path | None) -> AccessPolicy:

@@ -6,12 +6,13 @@ The bot depends on these shapes, not on the concrete classes, so its tests and t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from pydantic import SecretStr
 
 from incidents.values import GroupIncident, Incident, IncidentStatus, Stats
-from triage import Layer, TriageReport
+from triage import Layer, SourceStatus, TriageReport
 from triage.fleet import Sweep
 from triage.verify.node import NodeVerification
 
@@ -71,6 +72,13 @@ class TriageServiceLike(Protocol):
 
     def sweep(self, *, cluster: str | None, namespaces: list[str] | None = None) -> Sweep: ...
 
+    def cluster_name(self, cluster: str | None) -> str:
+        """The served cluster `cluster` names (None: the default). Raises LookupError for a
+        name the bot does not serve."""
+        ...
+
+    def clusters(self) -> Sequence[SourceStatus]: ...
+
 
 class GroupsLike(Protocol):
     """What the handlers use of the store's incident groups."""
@@ -83,7 +91,7 @@ class GroupsLike(Protocol):
 
     def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
 
-    def counts(self) -> dict[str, int]: ...
+    def counts(self, *, cluster: str | None = None) -> dict[str, int]: ...
 
 
 class DeliveriesLike(Protocol):
@@ -107,9 +115,10 @@ class IncidentStoreLike(Protocol):
         status: IncidentStatus | None = None,
         layer: Layer | None = None,
         limit: int = 50,
+        cluster: str | None = None,
     ) -> list[Incident]: ...
 
-    def stats(self) -> Stats: ...
+    def stats(self, *, cluster: str | None = None) -> Stats: ...
 
     @property
     def groups(self) -> GroupsLike: ...

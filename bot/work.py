@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -76,31 +76,78 @@ class Done(Generic[T]):
 class Flights:
     """Work in flight by key, run once. The first `join` of a key runs the work on the pool;
     joins of that key while it runs only add their `deliver`, with no slot and no thread.
-    When the work ends every `deliver` gets its `Done`, on the worker thread, in join order."""
+    When the work ends every `deliver` gets its `Done`, on the worker thread, in join order.
 
-    def __init__(self, pool: WorkerPool) -> None:
+    Work may name a `lane` (the bot: its cluster). At most `per_lane` pieces of one lane run
+    at once; the lane's next pieces wait, holding no thread, and start as its running ones
+    end. A cluster that answers slowly then holds only its share of the workers, and the
+    other clusters (and every other command) keep being answered. At most `limit` distinct
+    pieces are in flight in all; beyond that a join is `Busy` at once."""
+
+    def __init__(
+        self, pool: WorkerPool, *, per_lane: int | None = None, limit: int | None = None
+    ) -> None:
         self._pool = pool
+        self._per_lane, self._limit = per_lane, limit
         self._lock = threading.Lock()
         self._waiting: dict[Hashable, list[Callable[[Done[Any]], None]]] = {}
+        self._running: dict[Hashable, int] = {}  # lane -> pieces on the pool
+        # lane -> (key, run) of the pieces waiting for a lane's turn
+        self._queued: dict[Hashable, deque[tuple[Hashable, Callable[[], None]]]] = {}
 
     def join(
-        self, key: Hashable, work: Callable[[], T], deliver: Callable[[Done[T]], None]
+        self,
+        key: Hashable,
+        work: Callable[[], T],
+        deliver: Callable[[Done[T]], None],
+        *,
+        lane: Hashable = None,
     ) -> None:
-        with self._lock:
-            waiting = self._waiting.get(key)
-            if waiting is not None:
-                waiting.append(deliver)
-                return
-            self._waiting[key] = [deliver]
-
         def run() -> None:
             try:
                 done: Done[T] = Done(result=work())
             except Exception as e:
                 done = Done(error=e)
             self._finish(key, done)
+            self._next(lane)
 
-        if self._pool.try_submit(run) is None:
+        with self._lock:
+            waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.append(deliver)
+                return
+            if self._limit is not None and len(self._waiting) >= self._limit:
+                start, full = False, True
+            else:
+                self._waiting[key] = [deliver]
+                full = False
+                start = self._per_lane is None or self._running.get(lane, 0) < self._per_lane
+                if start:
+                    self._running[lane] = self._running.get(lane, 0) + 1
+                else:
+                    self._queued.setdefault(lane, deque()).append((key, run))
+        if full:
+            deliver(Done(error=Busy()))
+        elif start and self._pool.try_submit(run) is None:
+            self._finish(key, Done(error=Busy()))
+            self._next(lane)
+
+    def _next(self, lane: Hashable) -> None:
+        """A piece of `lane` ended: start the lane's next waiting one, if any (those the
+        pool has no room for are `Busy`)."""
+        while True:
+            with self._lock:
+                queued = self._queued.get(lane)
+                if not queued:
+                    left = self._running.pop(lane, 1) - 1
+                    if left > 0:
+                        self._running[lane] = left
+                    return
+                key, run = queued.popleft()
+                if not queued:
+                    del self._queued[lane]
+            if self._pool.try_submit(run) is not None:
+                return
             self._finish(key, Done(error=Busy()))
 
     def _finish(self, key: Hashable, done: Done[Any]) -> None:

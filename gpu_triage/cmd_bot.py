@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from assist.ask import Assistant
     from gpu_triage.service import TriageService
     from kube.cache import CachedSource
-    from triage import ClusterSource
+    from triage import ClusterSource, SourceStatus
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--database-url", help="incident database ($DATABASE_URL)")
     p.add_argument("--cluster-name", help="name users pass as --cluster ($GPU_TRIAGE_CLUSTER)")
+    p.add_argument(
+        "--clusters",
+        help="kubeconfig contexts to serve and sweep, comma-separated; 'in-cluster' for the "
+        "cluster the bot runs in, 'all' for every context ($GPU_TRIAGE_CLUSTERS; default: "
+        "the current context)",
+    )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: current context)")
     p.set_defaults(handler=run)
@@ -75,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         alerts=args.alerts,
         database_url=args.database_url,
         cluster_name=args.cluster_name,
+        clusters=args.clusters,
     )
     try:
         policy = load_policy(settings.access_policy)
@@ -102,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         playbook=playbook,
         store=store,
         metrics=metrics,
+        statuses=clusters.statuses,
     )
     assistant = _assistant(clusters.source_for, service)
     try:
@@ -133,7 +142,11 @@ def run(args: argparse.Namespace) -> int:
 
         alerter = Alerter(client=app.client, groups=store.groups, config=alerts)
         loop = AlertLoop(
-            service=service, alerter=alerter, metrics=metrics, interval=alerts.interval_seconds
+            service=service,
+            alerter=alerter,
+            metrics=metrics,
+            interval=alerts.interval_seconds,
+            clusters=clusters.watched,
         )
         loop.start()
 
@@ -205,13 +218,18 @@ class Clusters:
     close: Callable[[], None]
     caches: Callable[[], Mapping[str, CachedSource]] | None = None  # live: for /metrics
     not_ready: Callable[[], str | None] = lambda: None  # why /readyz says 503, if it does
+    watched: Callable[[], list[str | None]] = lambda: [None]  # swept for alerts
+    statuses: Callable[[], list[SourceStatus]] | None = None  # for /gpu clusters (live)
 
 
 def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
-    """A snapshot serves one cluster. Live, every kubeconfig context can be asked for with
-    `--cluster CONTEXT`; each gets a watch-backed cache on first use (the default context's
-    starts syncing now, and the bot is not ready until it has), so a warm triage costs one
-    API request (its events).
+    """A snapshot serves one cluster. Live, the clusters are kubeconfig contexts, each with a
+    watch-backed cache so that a warm triage costs one API request (its events).
+
+    With GPU_TRIAGE_CLUSTERS the bot serves exactly those contexts: every cache starts
+    syncing now, every one is swept for alerts, and `--cluster` names one of them (the first
+    is the default). Without it the current context is the default and any other context of
+    the kubeconfig gets its cache on first use.
     """
     from gpu_triage.sources import open_source
 
@@ -226,27 +244,71 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
 
         return Clusters(from_snapshot, source.cluster_name, lambda: None)
 
-    from kube.cache import ClusterRegistry
+    from kube.cache import CachedSource, ClusterRegistry
+    from kube.client import kube_contexts
+    from kube.errors import ConfigError
 
-    registry = ClusterRegistry(kubeconfig=args.kubeconfig, default=args.context)
+    watch = _cluster_list(getattr(settings, "clusters", None), args.kubeconfig, kube_contexts)
+    registry = ClusterRegistry(
+        kubeconfig=args.kubeconfig,
+        default=args.context,
+        watch=watch,
+        # a triage on a cluster whose cache is not synced yet waits this long, then says so
+        factory=lambda client: CachedSource(client, sync_timeout=SYNC_WAIT),
+    )
     default = registry.source(None)  # config errors surface now, as a startup error
     aliases = {settings.cluster_name} if settings.cluster_name else set()
+    served = set(watch) | {default.cluster_name}
 
     def live(cluster: str | None) -> ClusterSource:
-        return registry.source(None if cluster in aliases else cluster)
+        if cluster in aliases:
+            cluster = None
+        if watch and cluster is not None and cluster not in served:
+            raise LookupError(cluster)  # only the listed clusters: "I don't serve …"
+        try:
+            return registry.source(cluster)
+        except ConfigError:
+            if cluster is not None and cluster not in kube_contexts(args.kubeconfig):
+                raise LookupError(cluster) from None  # a typo, not a broken context
+            raise
+
+    started = time.monotonic()
 
     def not_ready() -> str | None:
-        if default.wait_synced(0):
+        # Ready once every served cluster has synced; or, after START_GRACE, once any has:
+        # a cluster that is unreachable or hangs then answers so, and must not keep the
+        # others from being served (a brief 500 at start-up is still waited for).
+        found = registry.statuses()
+        behind = [s.name for s in found if s.state not in ("synced", "stale")]
+        if not behind or (len(behind) < len(found) and time.monotonic() - started >= START_GRACE):
             return None
-        return f"cluster {default.cluster_name}: cache still syncing"
+        return f"cluster {', '.join(behind)}: cache still syncing"
 
     return Clusters(
         live,
-        f"{default.cluster_name} (live, watch-backed)",
+        f"{', '.join(watch) if watch else default.cluster_name} (live, watch-backed)",
         registry.close,
         caches=registry.sources,
         not_ready=not_ready,
+        watched=lambda: list(registry.watched()),
+        statuses=registry.statuses,
     )
+
+
+SYNC_WAIT = 10.0  # seconds a triage waits for a cluster's first sync before answering "syncing"
+START_GRACE = 60.0  # seconds after start one cluster's first sync may hold up /readyz
+
+
+def _cluster_list(
+    text: str | None, kubeconfig: str | None, contexts: Callable[[str | None], list[str]]
+) -> list[str]:
+    """GPU_TRIAGE_CLUSTERS as context names ("all": every context the bot can reach)."""
+    names = [n.strip() for n in (text or "").split(",") if n.strip()]
+    if names == ["all"]:
+        names = contexts(kubeconfig)
+        if not names:
+            raise UserError("GPU_TRIAGE_CLUSTERS=all, but no kubeconfig context was found")
+    return names
 
 
 def _one_line(e: BaseException) -> str:

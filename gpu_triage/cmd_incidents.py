@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ls.add_argument(
         "--groups", action="store_true", help="list root-cause groups (the fleet view's alerts)"
     )
+    _cluster_arg(ls)
     scope = ls.add_mutually_exclusive_group()
     scope.add_argument(
         "-n", "--namespace", action="append", help="only this namespace's (repeatable)"
@@ -50,8 +51,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     one.set_defaults(handler=_show)
 
     st = subparsers.add_parser("stats", help="incidents per layer, open now, time to resolve")
+    _cluster_arg(st)
     _common(st)
     st.set_defaults(handler=_stats)
+
+
+def _cluster_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster", metavar="NAME", help="only this cluster's (default: every cluster's)"
+    )
 
 
 def _common(parser: argparse.ArgumentParser, *, formats: bool = True, migrate: bool = True) -> None:
@@ -106,7 +114,7 @@ def _upgrade(args: argparse.Namespace) -> int:
 def _list_groups(args: argparse.Namespace) -> int:
     status = {"open": "open", "acknowledged": "open", "resolved": "resolved"}.get(args.status or "")
     with _open(args) as store:
-        items = store.groups.list(status=status, limit=args.limit)
+        items = store.groups.list(status=status, limit=args.limit, cluster=args.cluster)
     if args.layer:
         items = [g for g in items if g.layer.value == args.layer]
     if _structured(items, args):
@@ -114,11 +122,15 @@ def _list_groups(args: argparse.Namespace) -> int:
     if not items:
         print("No root-cause groups (they are recorded by the bot's watch mode: --alerts).")
         return 0
-    rows = [["GROUP", "STATUS", "LAYER", "CAUSE", "WORKLOADS", "GPUS", "OPENED (UTC)", "THREAD"]]
+    rows = [
+        ["GROUP", "CLUSTER", "STATUS", "LAYER", "CAUSE", "WORKLOADS", "GPUS", "OPENED (UTC)",
+         "THREAD"]
+    ]  # fmt: skip
     for g in items:
         rows.append(
             [
                 f"g{g.id}",
+                g.cluster,
                 g.status,
                 g.layer.value,
                 g.cause if len(g.cause) <= 70 else g.cause[:67] + "...",
@@ -128,7 +140,7 @@ def _list_groups(args: argparse.Namespace) -> int:
                 g.channel or "-",
             ]
         )
-    print(_table(rows, right={4, 5}))
+    print(_table(rows, right={5, 6}))
     return 0
 
 
@@ -139,13 +151,18 @@ def _list(args: argparse.Namespace) -> int:
     layer = Layer(args.layer) if args.layer else None
     with _open(args) as store:
         items = store.list(
-            status=status, layer=layer, limit=args.limit, namespaces=args.namespace or None
+            status=status,
+            layer=layer,
+            limit=args.limit,
+            namespaces=args.namespace or None,
+            cluster=args.cluster,
         )
     if _structured(items, args):
         return 0
     if not items:
         what = " ".join(x for x in (args.status, args.layer) if x)
         where = f" in {', '.join(args.namespace)}" if args.namespace else ""
+        where += f" in cluster {args.cluster}" if args.cluster else ""
         print(f"No {what + ' ' if what else ''}incidents{where}.")
         return 0
     wide = args.output == "wide"
@@ -183,8 +200,8 @@ def _show(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
-        stats = store.stats()
-        groups = store.groups.counts()
+        stats = store.stats(cluster=args.cluster)
+        groups = store.groups.counts(cluster=args.cluster)
     if _structured({**stats.model_dump(mode="json"), "groups": groups}, args):
         return 0
     print(_stats_text(stats))

@@ -36,51 +36,53 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 class SweepCollector(Collector):
-    """The last full sweep's groups: stuck GPU workloads and GPUs waiting, per layer and per
-    group (labelled by cause key, layer and code; never by tenant)."""
+    """The last full sweep of each cluster: stuck GPU workloads and GPUs waiting, per layer and
+    per group (labelled by cluster, cause key, layer and code; never by tenant)."""
 
     def __init__(self) -> None:
-        self.last: Sweep | None = None
-        self.duration_ms = 0.0
+        self.last: dict[str, tuple[Sweep, float]] = {}  # cluster -> (sweep, duration ms)
 
     def collect(self) -> Iterable[Metric]:
         per_layer = GaugeMetricFamily(
             "stuck_gpu_workloads",
-            "Stuck GPU workloads in the last sweep, by layer",
-            labels=["layer"],
+            "Stuck GPU workloads in the last sweep, by cluster and layer",
+            labels=["cluster", "layer"],
         )
         gpus_layer = GaugeMetricFamily(
             "gpus_waiting",
-            "GPUs stuck workloads wait for in the last sweep, by layer",
-            labels=["layer"],
+            "GPUs stuck workloads wait for in the last sweep, by cluster and layer",
+            labels=["cluster", "layer"],
         )
         per_group = GaugeMetricFamily(
             "stuck_group_workloads", "Stuck GPU workloads per root-cause group",
-            labels=["group", "layer", "code"],
+            labels=["cluster", "group", "layer", "code"],
         )  # fmt: skip
         gpus_group = GaugeMetricFamily(
             "stuck_group_gpus",
             "GPUs waiting per root-cause group",
-            labels=["group", "layer", "code"],
+            labels=["cluster", "group", "layer", "code"],
         )
-        groups = self.last.groups if self.last is not None else []
-        for layer in LAYER_ORDER:
-            mine = [g for g in groups if g.layer == layer]
-            per_layer.add_metric([layer.value], sum(g.workloads for g in mine))
-            gpus_layer.add_metric([layer.value], sum(g.gpus for g in mine))
-        for g in groups:
-            per_group.add_metric([g.key, g.layer.value, g.code], g.workloads)
-            gpus_group.add_metric([g.key, g.layer.value, g.code], g.gpus)
-        seconds = GaugeMetricFamily("sweep_duration_seconds", "Time of the last full sweep")
-        seconds.add_metric([], self.duration_ms / 1000.0)
+        seconds = GaugeMetricFamily(
+            "sweep_duration_seconds", "Time of the last full sweep", labels=["cluster"]
+        )
         answers = GaugeMetricFamily(
             "sweep_workloads",
             "Stuck workloads in the last full sweep, by whether they were triaged again or "
             "kept their answer (nothing they read had changed)",
-            labels=["answer"],
+            labels=["cluster", "answer"],
         )
-        answers.add_metric(["triaged"], self.last.triaged if self.last is not None else 0)
-        answers.add_metric(["kept"], self.last.reused if self.last is not None else 0)
+        for cluster, (sweep, duration_ms) in sorted(self.last.items()):
+            for layer in LAYER_ORDER:
+                mine = [g for g in sweep.groups if g.layer == layer]
+                per_layer.add_metric([cluster, layer.value], sum(g.workloads for g in mine))
+                gpus_layer.add_metric([cluster, layer.value], sum(g.gpus for g in mine))
+            for g in sweep.groups:
+                ids = [cluster, g.key, g.layer.value, g.code]
+                per_group.add_metric(ids, g.workloads)
+                gpus_group.add_metric(ids, g.gpus)
+            seconds.add_metric([cluster], duration_ms / 1000.0)
+            answers.add_metric([cluster, "triaged"], sweep.triaged)
+            answers.add_metric([cluster, "kept"], sweep.reused)
         yield from (per_layer, gpus_layer, per_group, gpus_group, seconds, answers)
 
 
@@ -130,8 +132,8 @@ class Metrics:
         self.duration.observe(duration_ms / 1000.0)
 
     def observe_sweep(self, sweep: Sweep, *, duration_ms: float) -> None:
-        """Keep the last full sweep for the stuck-workload gauges."""
-        self._sweep.last, self._sweep.duration_ms = sweep, duration_ms
+        """Keep each cluster's last full sweep for the stuck-workload gauges."""
+        self._sweep.last[sweep.cluster] = (sweep, duration_ms)
 
     def count_alerts(self, *, posted: int, updated: int, resolved: int) -> None:
         for action, n in (("posted", posted), ("updated", updated), ("resolved", resolved)):

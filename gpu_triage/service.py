@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Protocol
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from gpu_triage.metrics import Metrics
 from incidents.errors import IncidentStoreError
 from incidents.values import Incident
-from triage import ClusterSource, EngineConfig, Playbook, TriageReport
+from triage import ClusterSource, EngineConfig, Playbook, SourceStatus, TriageReport
 from triage import triage as engine_triage
 from triage.fleet import FleetMemo, Sweep, sweep
 from triage.verify.node import NodeVerification, verify_node
@@ -70,8 +70,10 @@ class TriageService:
         metrics: Metrics | None = None,
         triage_fn: TriageFn = engine_triage,
         timer: Callable[[], float] = time.perf_counter,
+        statuses: Callable[[], Sequence[SourceStatus]] | None = None,
     ) -> None:
         self.source_for = source_for
+        self._statuses = statuses
         self.config = config or EngineConfig()
         self.playbook = playbook
         self.store = store
@@ -134,6 +136,20 @@ class TriageService:
         if self.metrics is not None and namespaces is None:
             self.metrics.observe_sweep(result, duration_ms=(self._timer() - started) * 1000.0)
         return result
+
+    def cluster_name(self, cluster: str | None) -> str:
+        """The name of the cluster `cluster` selects (None: the default); LookupError when
+        the bot does not serve it."""
+        return self.source_for(cluster).cluster_name
+
+    def clusters(self) -> Sequence[SourceStatus]:
+        """Every served cluster and the state of its data (the default one alone when the
+        source has no cache: a snapshot)."""
+        if self._statuses is not None:
+            return self._statuses()
+        source = self.source_for(None)
+        nodes, pods = len(source.objects("Node")), len(source.objects("Pod"))
+        return [SourceStatus(source.cluster_name, "snapshot", nodes, pods, "")]
 
     def verify(self, *, cluster: str | None, node: str) -> NodeVerification:
         """The node verification template for one node (raises like `run`)."""

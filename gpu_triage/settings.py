@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     access_policy: str | None = Field(default=None, validation_alias="GPU_TRIAGE_ACCESS_POLICY")
     alerts: str | None = Field(default=None, validation_alias="GPU_TRIAGE_ALERTS")
     cluster_name: str | None = Field(default=None, validation_alias="GPU_TRIAGE_CLUSTER")
+    # kubeconfig contexts to serve and watch, comma-separated ("in-cluster" for the cluster
+    # the bot runs in; "all" for every context). Empty: the current context only.
+    clusters: str | None = Field(default=None, validation_alias="GPU_TRIAGE_CLUSTERS")
     # None: found from the cluster (ClusterPolicy status, the operator's DaemonSets).
     operator_namespace: str | None = Field(
         default=None, validation_alias="GPU_TRIAGE_OPERATOR_NAMESPACE"

@@ -16,7 +16,12 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
         help="read cluster state from `kubectl get … -o yaml|json` output (file or folder)",
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context (default: current context)")
+    p.add_argument(
+        "--context",
+        "--cluster",
+        dest="context",
+        help="kubeconfig context, the cluster's name in the bot (default: current context)",
+    )
     add_output_arg(p)
     add_engine_args(p)
 

@@ -218,12 +218,13 @@ class GroupBook:
         with self._guard(), self._read() as session:
             return [_value(r) for r in session.scalars(query).all()]
 
-    def counts(self) -> dict[str, int]:
-        """Open and resolved groups."""
+    def counts(self, *, cluster: str | None = None) -> dict[str, int]:
+        """Open and resolved groups (of every cluster, or of `cluster`)."""
+        query = select(GroupRow.status, func.count()).group_by(GroupRow.status)
+        if cluster is not None:
+            query = query.where(GroupRow.cluster == cluster)
         with self._guard(), self._read() as session:
-            rows = session.execute(
-                select(GroupRow.status, func.count()).group_by(GroupRow.status)
-            ).all()
+            rows = session.execute(query).all()
         found = {status: int(n) for status, n in rows}
         return {OPEN: found.get(OPEN, 0), RESOLVED: found.get(RESOLVED, 0)}
 

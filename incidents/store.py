@@ -324,9 +324,13 @@ class IncidentStore:
         layer: Layer | None = None,
         limit: int = 50,
         namespaces: Collection[str] | None = None,
+        cluster: str | None = None,
     ) -> builtins.list[Incident]:
-        """Incidents, most recently opened first (of `namespaces` only, when given)."""
+        """Incidents, most recently opened first (of `namespaces` and `cluster` only, when
+        given)."""
         query = select(IncidentRow)
+        if cluster is not None:
+            query = query.where(IncidentRow.cluster == cluster)
         if namespaces is not None:
             query = query.where(IncidentRow.namespace.in_(builtins.list(namespaces)))
         if status is not None:
@@ -347,17 +351,19 @@ class IncidentStore:
             ).all()
         return per_layer({layer: count for layer, count in rows})
 
-    def stats(self) -> Stats:
-        """Counts per layer, open now (per layer), median time to resolve (overall, per layer)."""
+    def stats(self, *, cluster: str | None = None) -> Stats:
+        """Counts per layer, open now (per layer), median time to resolve (overall, per
+        layer), of every cluster or of `cluster`."""
+        query = select(
+            IncidentRow.failing_layer,
+            IncidentRow.status,
+            IncidentRow.opened_at,
+            IncidentRow.resolved_at,
+        )
+        if cluster is not None:
+            query = query.where(IncidentRow.cluster == cluster)
         with self._guard(), self._read() as session:
-            rows = session.execute(
-                select(
-                    IncidentRow.failing_layer,
-                    IncidentRow.status,
-                    IncidentRow.opened_at,
-                    IncidentRow.resolved_at,
-                )
-            ).all()
+            rows = session.execute(query).all()
         return summarise(rows)
 
     def _row(self, session: Session, incident_id: int, *, lock: bool = False) -> IncidentRow:

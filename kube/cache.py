@@ -21,7 +21,7 @@ from kube.informer import Informer
 from kube.live import LiveSource, events_for, kind_type
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
-from triage.cluster.source import KINDS, UnavailableError
+from triage.cluster.source import KINDS, SourceStatus, UnavailableError
 from triage.cluster.usage import NodeUsage, UsageIndex
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
@@ -209,6 +209,26 @@ class CachedSource:
             for kind, inf in self._informers.items()
         ]
 
+    def status(self, *, watched: bool = False) -> SourceStatus:
+        """Synced, still syncing, stale (a watch down for a while) or down (never synced)."""
+        pending = [inf for inf in self._informers.values() if not inf.synced.is_set()]
+        failed = next((inf for inf in pending if inf.error is not None), None)
+        if failed is not None:
+            state, detail = "down", str(failed.error)
+        elif pending:
+            state, detail = "syncing", f"listing {', '.join(i.rt.plural for i in pending[:3])}"
+        else:
+            note = self.staleness_note()
+            state, detail = ("stale", note) if note else ("synced", "")
+        return SourceStatus(
+            name=self.cluster_name,
+            state=state,
+            nodes=len(self._informers["Node"]) if "Node" in self._informers else 0,
+            pods=len(self._informers["Pod"]) if "Pod" in self._informers else 0,
+            detail=detail,
+            watched=watched,
+        )
+
     def resource_version(self, kind: str) -> str:
         """How far the cache of `kind` has read the API: the last resourceVersion applied."""
         inf = self._informers.get(kind)
@@ -224,18 +244,24 @@ class CachedSource:
 
 
 class ClusterRegistry:
-    """One CachedSource per kubeconfig context, created and started on first use."""
+    """One CachedSource per kubeconfig context: the `watch`ed ones started at once (the bot
+    sweeps them for alerts), any other context of the kubeconfig on first use."""
 
     def __init__(
         self,
         *,
         kubeconfig: str | None = None,
         default: str | None = None,
+        watch: list[str] | None = None,
         factory: Callable[[RawClient], CachedSource] = CachedSource,
     ) -> None:
-        self._kubeconfig, self._default, self._factory = kubeconfig, default, factory
+        self._kubeconfig, self._factory = kubeconfig, factory
+        self._default = default or (watch[0] if watch else None)
+        self._watch = list(dict.fromkeys(watch or []))
         self._sources: dict[str, CachedSource] = {}
         self._lock = threading.Lock()
+        for name in self._watch:  # a listed context that does not load is a startup error
+            self.source(name)
 
     def source(self, name: str | None = None) -> CachedSource:
         """The cache for context `name` (the default / current context when None).
@@ -259,6 +285,22 @@ class ClusterRegistry:
     def names(self) -> list[str]:
         with self._lock:
             return sorted(self._sources)
+
+    @property
+    def default(self) -> str | None:
+        return self._default
+
+    def watched(self) -> list[str]:
+        """The clusters swept for alerts: those listed, else the default one once started."""
+        if self._watch:
+            return list(self._watch)
+        return [self._default] if self._default in self.sources() else []
+
+    def statuses(self) -> list[SourceStatus]:
+        """Every started cache's state: the watched ones in their configured order first."""
+        order = {name: i for i, name in enumerate(self.watched())}  # as configured
+        found = [src.status(watched=name in order) for name, src in self.sources().items()]
+        return sorted(found, key=lambda c: (order.get(c.name, len(order)), c.name))
 
     def sources(self) -> dict[str, CachedSource]:
         """The caches started so far, by context name."""

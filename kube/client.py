@@ -57,7 +57,12 @@ def load_client(
     explicit = kubeconfig or os.environ.get("KUBECONFIG")
     default_path = os.path.expanduser("~/.kube/config")
     try:
-        if not explicit and not os.path.exists(default_path):
+        if context == IN_CLUSTER:  # the cluster the bot runs in, beside remote kubeconfigs
+            if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise ConfigError(f"context {IN_CLUSTER!r} needs the bot to run in a cluster")
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            name = IN_CLUSTER
+        elif not explicit and not os.path.exists(default_path):
             if not os.environ.get("KUBERNETES_SERVICE_HOST"):
                 raise ConfigError(
                     "no kubeconfig found (~/.kube/config, $KUBECONFIG) and not running in a "
@@ -90,6 +95,22 @@ def load_client(
     cfg.retries = False
     cfg.connection_pool_maxsize = 32
     return k8s_client.ApiClient(configuration=cfg), name
+
+
+def kube_contexts(kubeconfig: str | None = None) -> list[str]:
+    """Every context a bot could serve: those of the kubeconfig (KUBECONFIG may list several
+    files, one per remote cluster, which are merged), and `in-cluster` when running in one."""
+    names: list[str] = []
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if any(os.path.exists(p) for p in path.split(os.pathsep) if p):
+        try:
+            contexts, _ = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+        except ConfigException as e:
+            raise ConfigError(f"cannot load cluster config: {_one_line(str(e))}") from e
+        names = [str(c["name"]) for c in contexts or []]
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        names.append(IN_CLUSTER)
+    return names
 
 
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -12,12 +12,13 @@ from triage.cluster.source import (
     MemorySource,
     NotFoundError,
     SourceError,
+    SourceStatus,
     UnavailableError,
 )
 from triage.config import EngineConfig
 from triage.engine import triage
 from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
-from triage.names import InvalidNameError, validate_name, validate_namespace
+from triage.names import InvalidNameError, validate_cluster, validate_name, validate_namespace
 from triage.playbooks import Playbook, PlaybookError, load_playbook
 
 __all__ = [
@@ -35,12 +36,14 @@ __all__ = [
     "PlaybookError",
     "PodRef",
     "SourceError",
+    "SourceStatus",
     "Status",
     "TriageReport",
     "UnavailableError",
     "load_playbook",
     "load_snapshot",
     "triage",
+    "validate_cluster",
     "validate_name",
     "validate_namespace",
 ]

@@ -8,6 +8,9 @@ _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# kubeconfig context names as the clouds write them: gke_proj_zone_name,
+# arn:aws:eks:region:acct:cluster/name, user@cluster; no spaces, quotes or markup.
+_CLUSTER = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9._:/@+]{0,252}$")
 
 
 class InvalidNameError(ValueError):
@@ -38,5 +41,17 @@ def validate_namespace(value: str) -> str:
         raise InvalidNameError(
             f"invalid namespace {_shown(value)}: must be a DNS-1123 label "
             "(at most 63 lowercase letters, digits and '-', starting and ending alphanumeric)"
+        )
+    return value
+
+
+def validate_cluster(value: str) -> str:
+    """Cluster names are kubeconfig context names (or their configured alias)."""
+    if not value:
+        raise InvalidNameError("cluster name is empty")
+    if not _CLUSTER.match(value):
+        raise InvalidNameError(
+            f"invalid cluster name {_shown(value)}: use the kubeconfig context name "
+            "(letters, digits and - . _ : / @ +)"
         )
     return value

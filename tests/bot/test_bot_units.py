@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from bot.commands import UsageError, WhyPending, parse, parse_mention
+from bot.commands import (
+    ListClusters,
+    ListIncidents,
+    Pending,
+    ShowStats,
+    UsageError,
+    VerifyNode,
+    WhyPending,
+    parse,
+    parse_mention,
+)
 from bot.mrkdwn import escape, truncate
 from bot.policy import AccessPolicy, PolicyError, UsergroupCache, load_policy
 from bot.render import MAX_BLOCKS, ButtonRef, report_blocks
+from bot.work import Done, Flights, WorkerPool
 from gpu_triage.settings import SettingsError, load_settings
-from triage import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
+from triage import Finding, InvalidNameError, Layer, OwnerRoute, PodRef, Status, TriageReport
 
 WJ = "\u2060"
 
@@ -117,6 +131,53 @@ def test_parse() -> None:
     assert parse_mention("<@UBOT> why-pending p") == WhyPending("p", None, None)
     with pytest.raises(UsageError):
         parse("why-pending p extra")
+    # kubeconfig context names as the clouds write them are cluster names
+    gke, eks = "gke_proj-1_us-central1_prod", "arn:aws:eks:us-east-1:123456789012:cluster/prod"
+    assert parse(f"pending --cluster {gke}") == Pending(cluster=gke)
+    assert parse(f"incidents --cluster={eks}") == ListIncidents(cluster=eks)
+    assert parse("stats --cluster lab") == ShowStats(cluster="lab")
+    assert parse("verify-node n1 --cluster lab") == VerifyNode("n1", "lab")
+    assert parse("clusters") == ListClusters()
+    for bad in ("pending --cluster '<!channel>'", "why-pending p --cluster", "clusters x"):
+        with pytest.raises((UsageError, InvalidNameError)):
+            parse(bad)
+
+
+def test_flights_keep_a_slow_lane_to_its_share_of_the_workers() -> None:
+    pool = WorkerPool(workers=2, max_pending=8)
+    flights, gate = Flights(pool, per_lane=1, limit=4), threading.Event()
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def deliver(what: str) -> Callable[[Done[str]], None]:
+        def record(d: Done[str]) -> None:
+            with lock:
+                done.append(what if d.error is None else f"{what}: {type(d.error).__name__}")
+
+        return record
+
+    try:
+        for i in range(3):  # the slow lane: one runs, two wait without a thread
+            flights.join(("slow", i), lambda: gate.wait(5) and "ok", deliver(f"slow-{i}"),
+                         lane="slow")  # fmt: skip
+        started = threading.Event()
+        flights.join("fast", lambda: started.set() or "ok", deliver("fast"), lane="fast")
+        assert started.wait(5)  # on the second worker while slow-0 holds the first
+        deadline = time.monotonic() + 5
+        while len(done) < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert done == ["fast"]
+        flights.join("fourth", lambda: "ok", deliver("4th"), lane="slow")
+        flights.join("extra", lambda: "ok", deliver("extra"), lane="fast")  # over the limit
+        assert done == ["fast", "extra: Busy"]
+        gate.set()
+        while len(done) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert done[2:] == ["slow-0", "slow-1", "slow-2", "4th"]  # the lane's turns, in order
+        assert len(flights) == 0
+    finally:
+        gate.set()
+        pool.shutdown()
 
 
 def test_policy_resolution() -> None:
@@ -139,6 +200,30 @@ def test_policy_resolution() -> None:
     assert v.namespaces == {"b"} and v.default_namespace == "b"
     v = policy.viewer(user="UOP", channel="COPS", groups_of=lambda u: groups.get(u, []))
     assert v.operator and v.may_see("anything") and v.default_namespace == "kube-system"
+
+
+def test_policy_grants_and_defaults_per_cluster() -> None:
+    policy = AccessPolicy.model_validate(
+        {
+            "tenants": [
+                {"name": "a", "namespaces": ["ml"], "users": ["UA"], "clusters": ["east"]},
+                {"name": "b", "namespaces": ["ml"], "users": ["UB"], "clusters": ["west"],
+                 "channels": ["CB"]},
+                {"name": "c", "namespaces": ["shared"], "users": ["UA", "UB"]},
+            ],
+            "defaults": {"clusters": {"CB": "west"}},
+        }
+    )  # fmt: skip
+    none: Callable[[str], list[str]] = lambda u: []  # noqa: E731
+    assert policy.viewer(user="UA", channel=None, groups_of=none, cluster="east").may_see("ml")
+    assert not policy.viewer(user="UA", channel=None, groups_of=none, cluster="west").may_see("ml")
+    unnamed = policy.viewer(user="UA", channel=None, groups_of=none)
+    assert unnamed.namespaces == {"shared"}  # unnamed cluster: only the grants for every one
+    assert policy.cluster_for("CB") == "west" and policy.cluster_for("CX") is None
+    assert policy.audience("CB", cluster="west").namespaces == {"ml"}
+    assert not policy.audience("CB", cluster="east").namespaces
+    with pytest.raises(ValueError, match="cluster name"):
+        AccessPolicy.model_validate({"defaults": {"clusters": {"CB": "no spaces"}}})
 
 
 def test_policy_errors_name_the_field(tmp_path: Path) -> None:

@@ -112,16 +112,23 @@ def test_incidents_and_stats_commands_show_the_groups(sqlite_url: str, groups: l
         store.upgrade()
         store.groups.sync("c1", groups)
         store.groups.sync("c1", groups[1:])
+        store.groups.sync("c2", groups[:1])  # another cluster the bot serves
     gpu_triage = str(Path(sys.executable).with_name("gpu-triage"))
     listed = subprocess.run(
         [gpu_triage, "incidents", "--groups", "--database-url", sqlite_url],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines()[0].split()[:4] == ["GROUP", "STATUS", "LAYER", "CAUSE"]
+    head = listed.stdout.splitlines()[0].split()[:5]
+    assert head == ["GROUP", "CLUSTER", "STATUS", "LAYER", "CAUSE"]
     assert "NVIDIA driver pods failing" in listed.stdout and "resolved" in listed.stdout
+    only_c2 = subprocess.run(
+        [gpu_triage, "incidents", "--groups", "--cluster", "c2", "--database-url", sqlite_url],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert [line.split()[1] for line in only_c2.stdout.splitlines()[1:]] == ["c2"]
     stats = subprocess.run(
-        [gpu_triage, "stats", "--database-url", sqlite_url, "--format", "json"],
+        [gpu_triage, "stats", "--database-url", sqlite_url, "--format", "json", "--cluster", "c1"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert json.loads(stats.stdout)["groups"] == {"open": len(groups) - 1, "resolved": 1}

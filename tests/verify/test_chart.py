@@ -220,3 +220,41 @@ def test_helm_lint_passes_and_the_rendered_pod_is_hardened_and_probed() -> None:
     for role in (d for d in docs if d["kind"] in ("ClusterRole", "Role")):
         for rule in role["rules"]:
             assert not writes & set(rule["verbs"]), (role["metadata"]["name"], rule)
+
+
+@pytest.mark.skipif(
+    shutil.which("helm") is None,
+    reason="helm is not on PATH (make test installs it through .ci/tools)",
+)
+def test_remote_cluster_kubeconfigs_from_secrets_reach_the_bot(tmp_path: Path) -> None:
+    """`clusters.serve` becomes GPU_TRIAGE_CLUSTERS; each kubeconfig Secret is mounted apart
+    and listed in KUBECONFIG, where the bot finds every context (merged as kubectl does)."""
+    from gpu_triage.cmd_bot import _cluster_list
+    from kube.client import kube_contexts
+    from kube.testing import write_kubeconfig
+
+    out = subprocess.run(
+        ["helm", "template", "t", str(CHART), "--set", "clusters.serve={in-cluster,east,west}",
+         "--set", "clusters.kubeconfigSecrets={kc-east,kc-west}"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    pod = next(d for d in yaml.safe_load_all(out) if d and d["kind"] == "Deployment")
+    spec = pod["spec"]["template"]["spec"]
+    [bot] = spec["containers"]
+    env = {e["name"]: e.get("value") for e in bot["env"]}
+    assert env["GPU_TRIAGE_CLUSTERS"] == "in-cluster,east,west"
+    paths = env["KUBECONFIG"].split(":")
+    mounts = {m["name"]: m["mountPath"] for m in bot["volumeMounts"]}
+    secrets = {v["name"]: v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
+    assert secrets == {"kubeconfig-kc-east": "kc-east", "kubeconfig-kc-west": "kc-west"}
+    for name, path in zip(("kc-east", "kc-west"), paths, strict=True):
+        assert path == mounts[f"kubeconfig-{name}"] + "/config"
+        assert not path.startswith("/etc/gpu-triage/")  # not inside the read-only ConfigMap
+    # the same layout on disk: the bot sees both contexts through that KUBECONFIG
+    local = []
+    for name, context in (("kc-east", "east"), ("kc-west", "west")):
+        (tmp_path / name).mkdir()
+        local.append(str(write_kubeconfig("https://127.0.0.1:1", tmp_path / name / "config",
+                                          context=context)))  # fmt: skip
+    assert kube_contexts(":".join(local)) == ["east", "west"]
+    assert _cluster_list("all", ":".join(local), kube_contexts) == ["east", "west"]

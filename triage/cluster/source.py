@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from typing import Protocol
 
 from triage.cluster.events import by_subject
 from triage.cluster.indexes import INDEXERS, Index
+from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
 from triage.cluster.usage import NodeUsage, UsageIndex
@@ -86,6 +86,19 @@ NAMED: dict[str, tuple[ResourceType, str, tuple[str, ...]]] = {
     ),
 }
 ALL_KINDS: dict[str, ResourceType] = {**KINDS, **{k: v[0] for k, v in NAMED.items()}}
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """How current a source's view of its cluster is, for people choosing which to ask."""
+
+    name: str
+    state: str  # "synced", "syncing" (first lists not done), "stale" (a watch is down),
+    # "down" (never synced: unreachable or refused), "snapshot" (read from a file)
+    nodes: int
+    pods: int
+    detail: str  # one line: what is syncing or failing, empty when all is well
+    watched: bool = True  # kept current and swept for alerts from the start
 
 
 class SourceError(Exception):

@@ -16,10 +16,10 @@ from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from triage.cluster.events import Event, sorted_events
+from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of
 from triage.cluster.reads import LABELS, ReadLog

@@ -11,8 +11,8 @@ judge each role by that plan: a node whose stack has no driver pod is never aske
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cached_property
 
+from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of, ns_of, owner
 from triage.layers.stacks.components import (

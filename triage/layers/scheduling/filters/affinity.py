@@ -6,8 +6,8 @@ there), and running pods' required anti-affinity that keeps this pod out.
 from __future__ import annotations
 
 from collections import defaultdict
-from functools import cached_property
 
+from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj, labels, ns_of
 from triage.cluster.selectors import label_selector_matches, selector_str
 from triage.layers.scheduling.filters.view import FilterView, Refusal, with_keys

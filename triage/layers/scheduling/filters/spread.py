@@ -3,8 +3,7 @@ or a node without the constraint's topology label."""
 
 from __future__ import annotations
 
-from functools import cached_property
-
+from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj, labels
 from triage.cluster.selectors import label_selector_matches, selector_mismatch, selector_str
 from triage.layers.scheduling.filters.view import FilterView, Refusal, with_keys

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Protocol
 
 from triage.cluster.events import Event
+from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj, labels, name_of, ns_of, pod_terminated
 from triage.cluster.selectors import label_selector_matches
 from triage.cluster.usage import NodeUsage
