@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError
 from bot.fleet import alert_text, group_blocks
 from bot.mrkdwn import escape
 from bot.render import section
-from incidents.values import GroupChange, GroupIncident
+from incidents.values import CLAIM_TTL, GroupChange, GroupIncident
 from triage.fleet import Group, Sweep
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ class Alerter:
         rule = self.config.rule(channel)
         if rule is None or channel is None:
             return  # that channel has not asked for alerts
-        if row is None or row.posted_at is not None:
+        if row is None or (row.posted_at is not None and not _abandoned(row, now)):
             return
         if group.workloads < rule.min_workloads or group.gpus < rule.min_gpus:
             return
@@ -245,3 +245,9 @@ class Alerter:
             out.resolved += 1
         except SlackApiError as e:
             log.warning("alert for group %s not marked resolved: %s", row.id, e)
+
+
+def _abandoned(row: GroupIncident, now: datetime) -> bool:
+    """A claim to post that never got its thread: the replica that claimed it died between
+    the claim and the post. `GroupBook.claim_post` lets another replica take it over."""
+    return row.thread_ts is None and row.posted_at is not None and row.posted_at < now - CLAIM_TTL

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import Ack, App, BoltRequest, BoltResponse, Respond
+from slack_bolt import Ack, App, BoltContext, BoltRequest, BoltResponse, Respond
 from slack_sdk import WebClient
 
 from bot import messages as msg
@@ -45,9 +45,11 @@ from bot.fleet import ACTION_GROUP
 from bot.handlers import Asker, Handlers
 from bot.policy import AccessPolicy, UsergroupCache
 from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
+from bot.relay import Relay
 from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE
 from bot.work import Flights, SeenSet, WorkerPool
 from incidents.errors import IncidentStoreError
+from incidents.values import Job, NewJob
 
 if TYPE_CHECKING:
     from assist.ask import Assistant
@@ -56,14 +58,17 @@ log = logging.getLogger(__name__)
 
 
 class TriageApp(App):
-    """A bolt `App` that owns the worker pool the triages run on."""
+    """A bolt `App` that owns the worker pool the triages run on and the relay that shares
+    commands with the other replicas."""
 
     pool: WorkerPool
     handlers: Handlers
+    relay: Relay
 
     def close(self, *, wait: bool = True) -> None:
         """Stop taking work and wait for running triages to post their answers."""
         self.pool.shutdown(wait=wait)
+        self.relay.close()
 
 
 def create_app(
@@ -114,7 +119,7 @@ def create_app(
     app.handlers = handlers
     seen = SeenSet(ttl=600.0)
 
-    def later(asker: Asker, job: Callable[[], None]) -> None:
+    def later(asker: Asker, job: Callable[[], None], *, key: str | None = None) -> None:
         def guarded() -> None:
             try:
                 job()
@@ -126,35 +131,127 @@ def create_app(
                     handlers.say(asker, msg.internal_error())
                 except Exception:
                     log.exception("could not tell the user about the failure")
+            finally:
+                finished(key)
 
         if app.pool.try_submit(guarded) is None:
             handlers.say(asker, msg.busy())
+            finished(key)
+
+    def finished(key: str | None) -> None:
+        if key is not None:
+            app.relay.done(key)
 
     @app.middleware
     def drop_repeats(
         req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
     ) -> BoltResponse:
         key = _dedupe_key(req.body)
-        if key is not None and not (seen.first_time(key) and first_delivery(key)):
+        if key is None:
+            return next()
+        job = _job(req.body)
+        new = None if job is None else app.relay.new_job(*job)
+        if not (seen.first_time(key) and first_delivery(key, new)):
             retry = (req.headers.get("x-slack-retry-num") or ["-"])[0]
             log.info("dropping repeated delivery %s (retry %s)", key, retry)
             return BoltResponse(status=200, body="")
+        if new is not None:
+            app.relay.hold(key)  # ours to answer: leased to this replica from now on
+            req.context["job"] = key
         return next()
 
-    def first_delivery(key: str) -> bool:
+    def first_delivery(key: str, job: NewJob | None) -> bool:
         try:
-            return store.deliveries.first_time(key)
+            return store.deliveries.first_time(key, job)
         except IncidentStoreError as e:  # this process still drops the repeats it saw itself
             log.warning("delivery %s not checked against the database: %s", key, e)
             return True
 
-    def why_pending(asker: Asker, cmd: WhyPending) -> None:
+    def asker_for(
+        user: str,
+        channel: str | None,
+        *,
+        respond: Respond | None = None,
+        thread_ts: str | None = None,
+        key: str | None = None,
+    ) -> Asker:
+        """Who asked; for a command that is a job, every reply passes its relay gate (one
+        replica answers)."""
+        if key is None:
+            return Asker(user=user, channel=channel, respond=respond, thread_ts=thread_ts)
+        gate = app.relay.gate(key)
+
+        def gated(**message: Any) -> Any:
+            return respond(**message) if respond is not None and gate() else None
+
+        return Asker(
+            user=user,
+            channel=channel,
+            respond=None if respond is None else gated,
+            thread_ts=thread_ts,
+            may_reply=gate,
+        )
+
+    def why_pending(asker: Asker, cmd: WhyPending, key: str | None) -> None:
         """On the listener's thread, after the ack: a policy check, then the triage is
         joined or started (`Flights`); nothing here waits for the cluster."""
         try:
-            handlers.why_pending_shared(asker, cmd, flights)
+            handlers.why_pending_shared(asker, cmd, flights, then=lambda: finished(key))
         except Exception:
             log.exception("why-pending failed before its triage")
+            finished(key)
+
+    def start(asker: Asker, cmd: Command, key: str | None) -> None:
+        """Run an acknowledged command here, or hand it to the replica serving its cluster."""
+        cluster = getattr(cmd, "cluster", None) or policy.cluster_for(asker.channel)
+        if (
+            key is not None
+            and cluster is not None
+            and not serves(cluster)
+            and app.relay.elsewhere(cluster)
+            and app.relay.hand_off(key, cluster)
+        ):
+            log.info("job %s handed to a replica serving cluster %s", key, cluster)
+            return
+        if isinstance(cmd, WhyPending):
+            why_pending(asker, cmd, key)
+        else:
+            later(asker, lambda: run_command(asker, cmd), key=key)
+
+    def serves(cluster: str) -> bool:
+        try:
+            service.cluster_name(cluster)
+        except LookupError:
+            return False
+        except Exception:  # a context that does not load is still ours to answer about
+            return True
+        return True
+
+    def replay(job: Job) -> None:
+        """A job another replica took and did not answer (it died, or handed it here)."""
+        p = job.payload
+        if job.kind == "command":
+            respond = Respond(response_url=p.get("response_url"))
+            asker = asker_for(
+                str(p.get("user_id") or ""), p.get("channel_id"), respond=respond, key=job.key
+            )
+            text = str(p.get("text") or "")
+            cmd = _parsed(text, parse)
+        elif job.kind == "mention":
+            asker = asker_for(
+                str(p.get("user") or ""),
+                p.get("channel"),
+                thread_ts=p.get("thread_ts"),
+                key=job.key,
+            )
+            cmd = _parsed(str(p.get("text") or ""), parse_mention)
+        else:
+            finished(job.key)
+            return
+        if cmd is None or isinstance(cmd, Help):
+            finished(job.key)  # answered in the ack already
+            return
+        start(asker, cmd, job.key)
 
     def run_command(asker: Asker, cmd: Command) -> None:
         if isinstance(cmd, WhyPending):
@@ -177,17 +274,17 @@ def create_app(
             handlers.say(asker, msg.help_text())
 
     @app.command("/gpu")
-    def on_gpu(ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+    def on_gpu(ack: Ack, command: dict[str, Any], respond: Respond, context: BoltContext) -> None:
         try:
             cmd = parse(str(command.get("text") or ""))
         except (UsageError, InvalidNameError) as e:
             ack(text=msg.malformed(str(e)), response_type="ephemeral")
+            finished(context.get("job"))
             return
-        if isinstance(cmd, Help):
-            ack(text=msg.help_text(), response_type="ephemeral")
-            return
-        if policy.empty:
-            ack(text=msg.no_policy(), response_type="ephemeral")
+        if isinstance(cmd, Help) or policy.empty:
+            text = msg.help_text() if isinstance(cmd, Help) else msg.no_policy()
+            ack(text=text, response_type="ephemeral")
+            finished(context.get("job"))
             return
         if isinstance(cmd, WhyPending):
             ack(
@@ -196,33 +293,29 @@ def create_app(
             )
         else:
             ack()
-        asker = Asker(user=command["user_id"], channel=command.get("channel_id"), respond=respond)
-        if isinstance(cmd, WhyPending):
-            why_pending(asker, cmd)
-        else:
-            later(asker, lambda: run_command(asker, cmd))
+        key = context.get("job")
+        asker = asker_for(command["user_id"], command.get("channel_id"), respond=respond, key=key)
+        start(asker, cmd, key)
 
     @app.event("app_mention")
-    def on_mention(event: dict[str, Any]) -> None:
-        channel = event.get("channel")
-        asker = Asker(
-            user=str(event.get("user") or ""),
-            channel=channel,
+    def on_mention(event: dict[str, Any], context: BoltContext) -> None:
+        key = context.get("job")
+        asker = asker_for(
+            str(event.get("user") or ""),
+            event.get("channel"),
             thread_ts=event.get("thread_ts") or event.get("ts"),
+            key=key,
         )
         if policy.empty:
-            later(asker, lambda: handlers.say(asker, msg.no_policy()))
+            later(asker, lambda: handlers.say(asker, msg.no_policy()), key=key)
             return
         try:
             cmd = parse_mention(str(event.get("text") or ""))
         except (UsageError, InvalidNameError) as e:
             problem = msg.malformed(str(e))
-            later(asker, lambda: handlers.say(asker, problem))
+            later(asker, lambda: handlers.say(asker, problem), key=key)
             return
-        if isinstance(cmd, WhyPending):
-            why_pending(asker, cmd)
-        else:
-            later(asker, lambda: run_command(asker, cmd))
+        start(asker, cmd, key)
 
     for action_id in (ACTION_RERUN, ACTION_RESOLVE, ACTION_ESCALATE):
 
@@ -253,7 +346,38 @@ def create_app(
             return
         later(asker, lambda: handlers.open_group(asker, value))
 
+    app.relay = Relay(
+        store=store,
+        served=service.clusters,
+        replay=replay,
+        room=lambda: not app.pool.closed,
+        owner=settings.replica_id,
+        lease=settings.job_lease,
+        poll=settings.job_poll,
+    ).start()
+    handlers.remote_clusters = app.relay.remote
     return app
+
+
+def _job(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """What a command or a mention needs to be answered by another replica: (kind, payload).
+    Buttons are not jobs: a press is answered where it lands, or pressed again."""
+    if body.get("command"):
+        keys = ("text", "user_id", "channel_id", "response_url")
+        return "command", {k: body.get(k) for k in keys}
+    event = body.get("event") or {}
+    if body.get("type") == "event_callback" and event.get("type") == "app_mention":
+        thread = event.get("thread_ts") or event.get("ts")
+        fields = ("text", "user", "channel")
+        return "mention", {**{f: event.get(f) for f in fields}, "thread_ts": thread}
+    return None
+
+
+def _parsed(text: str, parser: Callable[[str], Command]) -> Command | None:
+    try:
+        return parser(text)
+    except (UsageError, InvalidNameError):
+        return None  # answered when it came in
 
 
 def _dedupe_key(body: dict[str, Any]) -> str | None:

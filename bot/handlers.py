@@ -8,7 +8,7 @@ requester privately (`response_url`), or a channel thread (`chat.postMessage`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from triage import (
     InvalidNameError,
     NotFoundError,
     SourceError,
+    SourceStatus,
     TriageReport,
     UnavailableError,
 )
@@ -59,6 +60,9 @@ class Asker:
     channel: str | None
     respond: Respond | None = None
     thread_ts: str | None = None  # set for mentions: answer in that thread
+    # Asked before each post to a channel (`respond` is gated by the same check): False when
+    # another replica answers this command. See `bot.relay`.
+    may_reply: Callable[[], bool] = lambda: True
 
 
 class Handlers:
@@ -77,6 +81,8 @@ class Handlers:
         self.client, self.service, self.store, self.policy = client, service, store, policy
         self.groups = groups
         self.assistant = assistant  # `/gpu ask` and summaries; None: FAQ and why-pending only
+        # Clusters other replicas serve (and this one does not), for `/gpu clusters`.
+        self.remote_clusters: Callable[[], Sequence[SourceStatus]] = list
 
     # -- replies ---------------------------------------------------------------------------
     def say(self, asker: Asker, text: str) -> None:
@@ -84,9 +90,18 @@ class Handlers:
         if asker.respond is not None and asker.thread_ts is None:
             asker.respond(text=text, response_type="ephemeral", replace_original=False)
         elif asker.channel:
-            self.client.chat_postMessage(
-                channel=asker.channel, thread_ts=asker.thread_ts, text=text, unfurl_links=False
+            self._post(
+                asker,
+                channel=asker.channel,
+                thread_ts=asker.thread_ts,
+                text=text,
+                unfurl_links=False,
             )
+
+    def _post(self, asker: Asker, **message: Any) -> Any:
+        """`chat.postMessage` on behalf of `asker`'s command; None when another replica
+        answers it."""
+        return self.client.chat_postMessage(**message) if asker.may_reply() else None
 
     def viewer(self, asker: Asker, cluster: str | None = None) -> Viewer:
         """What `asker` may see in `cluster` (a resolved name; None: the grants that hold in
@@ -159,17 +174,32 @@ class Handlers:
         else:
             raise e
 
-    def why_pending_shared(self, asker: Asker, cmd: WhyPending, flights: Flights) -> None:
+    def why_pending_shared(
+        self,
+        asker: Asker,
+        cmd: WhyPending,
+        flights: Flights,
+        *,
+        then: Callable[[], None] = lambda: None,
+    ) -> None:
         """Answer `asker` with the triage of `cmd`'s workload, sharing one run with everyone
         asking about the same workload meanwhile (one triage, one incident); say busy when
         the pool has no room for a new one. Each cluster is a lane of its own: a cluster
-        that answers slowly holds at most its lane's share of the workers."""
+        that answers slowly holds at most its lane's share of the workers. `then` runs once
+        `asker` was answered."""
         found = self.target(asker, cmd)
         if found is None:
+            then()
             return
         cmd, namespace = found
 
         def deliver(done: Done[OutcomeLike]) -> None:
+            try:
+                reply(done)
+            finally:
+                then()
+
+        def reply(done: Done[OutcomeLike]) -> None:
             try:
                 if isinstance(done.error, Busy):
                     self.say(asker, msg.busy())
@@ -221,7 +251,8 @@ class Handlers:
         if outcome.store_error:
             blocks.append(_note(msg.store_warning(outcome.store_error)))
         try:
-            posted = self.client.chat_postMessage(
+            posted = self._post(
+                asker,
                 channel=asker.channel,
                 thread_ts=thread_ts,
                 text=headline_text(report),
@@ -233,6 +264,8 @@ class Handlers:
                 self._reply_private(asker, outcome, ref=ref)
                 return
             raise
+        if posted is None:
+            return
         root = thread_ts or str(posted.get("ts"))
         if incident is not None and (
             incident.thread_ts is None or incident.channel != asker.channel
@@ -256,7 +289,8 @@ class Handlers:
                 replace_original=False,
             )
         elif asker.channel:
-            self.client.chat_postMessage(
+            self._post(
+                asker,
                 channel=asker.channel,
                 thread_ts=asker.thread_ts,
                 text=headline_text(outcome.report),
@@ -333,7 +367,8 @@ class Handlers:
         assert asker.channel is not None
         audience = self.policy.audience(asker.channel, cluster=cluster)
         public = result.only(lambda ns: viewer.may_see(ns) and audience.may_see(ns))
-        self.client.chat_postMessage(
+        self._post(
+            asker,
             channel=asker.channel,
             thread_ts=asker.thread_ts,
             text=_pending_text(public),
@@ -350,7 +385,7 @@ class Handlers:
             asker.respond(
                 text=text, blocks=blocks, response_type="ephemeral", replace_original=False
             )
-        elif asker.channel:
+        elif asker.channel and asker.may_reply():
             self.client.chat_postEphemeral(
                 channel=asker.channel,
                 user=asker.user,
@@ -471,10 +506,11 @@ class Handlers:
         return may_see
 
     def clusters(self, asker: Asker) -> None:
-        """The clusters this bot serves and the state of their caches; operators also see
-        sizes and what is failing (server addresses may appear there)."""
+        """The clusters this bot serves (with its other replicas) and the state of their
+        caches; operators also see sizes and what is failing (server addresses may appear
+        there)."""
         operator = self.viewer(asker).operator
-        found = self.service.clusters()
+        found = [*self.service.clusters(), *self.remote_clusters()]
         if not found:
             self.say(asker, msg.no_clusters())
             return

@@ -6,12 +6,13 @@ The bot depends on these shapes, not on the concrete classes, so its tests and t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from pydantic import SecretStr
 
-from incidents.values import GroupIncident, Incident, IncidentStatus, Stats
+from incidents.values import GroupIncident, Incident, IncidentStatus, Job, NewJob, Stats
 from triage import Layer, SourceStatus, TriageReport
 from triage.fleet import Sweep
 from triage.verify.node import NodeVerification
@@ -38,6 +39,15 @@ class BotSettings(Protocol):
 
     @property
     def http_threads(self) -> int: ...
+
+    @property
+    def replica_id(self) -> str | None: ...
+
+    @property
+    def job_lease(self) -> float: ...
+
+    @property
+    def job_poll(self) -> float: ...
 
 
 class OutcomeLike(Protocol):
@@ -95,7 +105,55 @@ class GroupsLike(Protocol):
 
 
 class DeliveriesLike(Protocol):
-    def first_time(self, key: str) -> bool: ...
+    """Deliveries seen and commands as jobs (`incidents.deliveries.DeliveryLog`)."""
+
+    def first_time(self, key: str, job: NewJob | None = None) -> bool: ...
+
+    def hand_off(self, key: str, *, owner: str, cluster: str) -> bool: ...
+
+    def renew(self, keys: Collection[str], *, owner: str, lease: timedelta) -> set[str]: ...
+
+    def finish(self, keys: Iterable[str]) -> None: ...
+
+    def claim_reply(self, key: str, *, owner: str) -> bool: ...
+
+    def claim(
+        self,
+        *,
+        owner: str,
+        clusters: Collection[str],
+        lease: timedelta,
+        max_age: timedelta,
+        limit: int = 8,
+    ) -> tuple[list[Job], list[str]]: ...
+
+
+class ReplicaLike(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def clusters(self) -> list[dict[str, Any]]: ...
+
+
+class ReplicasLike(Protocol):
+    def beat(
+        self, replica: str, *, started_at: datetime, clusters: list[dict[str, Any]]
+    ) -> None: ...
+
+    def live(self, *, within: timedelta) -> Sequence[ReplicaLike]: ...
+
+    def leave(self, replica: str) -> None: ...
+
+
+class RelayStoreLike(Protocol):
+    """What `bot.relay` uses of the incident store."""
+
+    @property
+    def deliveries(self) -> DeliveriesLike: ...
+
+    @property
+    def replicas(self) -> ReplicasLike: ...
 
 
 class IncidentStoreLike(Protocol):
@@ -125,3 +183,6 @@ class IncidentStoreLike(Protocol):
 
     @property
     def deliveries(self) -> DeliveriesLike: ...
+
+    @property
+    def replicas(self) -> ReplicasLike: ...

@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
     print(
-        f"gpu-triage bot: serving {clusters.description} via {mode}; "
+        f"gpu-triage bot: replica {app.relay.owner} serving {clusters.description} via {mode}; "
         f"health on :{server.port}/healthz"
         + (
             f"; alerts to {len(alerts.channels)} channel(s), sweep every {alerts.interval_seconds:g}s"

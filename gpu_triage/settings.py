@@ -50,6 +50,16 @@ class Settings(BaseSettings):
     # Threads that answer HTTP and run bolt's listeners up to their ack (never a triage).
     http_threads: int = Field(default=16, ge=2, le=256, validation_alias="GPU_TRIAGE_HTTP_THREADS")
     max_pending: int = Field(default=32, ge=1, le=10_000, validation_alias="GPU_TRIAGE_MAX_PENDING")
+    # Replicas: this one's name (default: hostname-pid-random), how long a command stays with
+    # the replica that took it without a renewal (then another replica answers it), and how
+    # often each replica looks for commands left by others.
+    replica_id: str | None = Field(
+        default=None, max_length=128, validation_alias="GPU_TRIAGE_REPLICA_ID"
+    )
+    job_lease: float = Field(
+        default=30.0, ge=1.0, le=600.0, validation_alias="GPU_TRIAGE_JOB_LEASE"
+    )
+    job_poll: float = Field(default=1.0, gt=0.0, le=60.0, validation_alias="GPU_TRIAGE_JOB_POLL")
 
     @field_validator("slack_signing_secret", "slack_bot_token")
     @classmethod

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
 
-from sqlalchemy import exc, func, select, update
+from sqlalchemy import and_, exc, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from incidents.models import GroupRow
-from incidents.values import GroupChange, GroupIncident
+from incidents.values import CLAIM_TTL, GroupChange, GroupIncident
 from triage.fleet import Group
 from triage.model import Layer
 
@@ -131,12 +131,19 @@ class GroupBook:
         return True
 
     def claim_post(self, group_id: int, *, channel: str) -> GroupIncident | None:
-        """Claim the first post about a group (None when another caller has it already)."""
+        """Claim the first post about a group (None when another caller has it already). A
+        claim older than `CLAIM_TTL` that never got its thread was left by a replica that
+        died before posting: it can be claimed again."""
+        now = self._clock()
+        unclaimed = or_(
+            GroupRow.posted_at.is_(None),
+            and_(GroupRow.thread_ts.is_(None), GroupRow.posted_at < now - CLAIM_TTL),
+        )
         with self._guard(), self._write.begin() as session:
             done = session.execute(
                 update(GroupRow)
-                .where(GroupRow.id == group_id, GroupRow.posted_at.is_(None))
-                .values(posted_at=self._clock(), channel=channel)
+                .where(GroupRow.id == group_id, unclaimed)
+                .values(posted_at=now, channel=channel)
             )
             if done.rowcount != 1:  # type: ignore[attr-defined]
                 return None

@@ -142,14 +142,52 @@ class TriageRunRow(Base):
     source: Mapped[str] = mapped_column(String(16), server_default="slack")
 
 
+JOB_OPEN = text("done_at IS NULL AND payload IS NOT NULL")
+
+
 class DeliveryRow(Base):
     """A Slack delivery seen (an event id, a command's trigger id): the primary key makes the
-    first replica to insert it the one that answers."""
+    first replica to insert it the one that answers.
+
+    A command is also a job until it is answered: its payload (who asked, where, the text,
+    the response URL), the replica that owns it and until when (`lease_until`, renewed while
+    it runs), and the replica that claimed its reply. A job whose lease lapsed (its replica
+    died) is claimed by another replica serving its cluster; `replied_by` keeps the answer
+    to one replica whatever happens."""
 
     __tablename__ = "deliveries"
+    __table_args__ = (
+        Index(
+            "ix_deliveries_open",
+            "received_at",
+            sqlite_where=JOB_OPEN,
+            postgresql_where=JOB_OPEN,
+        ),
+    )
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    kind: Mapped[str | None] = mapped_column(String(16))
+    payload: Mapped[dict[str, Any] | None] = mapped_column(ReportJSON)
+    cluster: Mapped[str | None] = mapped_column(String(253))
+    owner: Mapped[str | None] = mapped_column(String(128))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    replied_by: Mapped[str | None] = mapped_column(String(128))
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class ReplicaRow(Base):
+    """A running bot process: the clusters it serves and their cache state, refreshed every
+    few seconds. Live rows tell a replica which other one can answer about a cluster it
+    does not serve; `/gpu clusters` lists them all."""
+
+    __tablename__ = "replicas"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    seen_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    clusters: Mapped[list[dict[str, Any]]] = mapped_column(ReportJSON)
 
 
 GROUP_ACTIVE = text("status = 'open'")

@@ -34,6 +34,7 @@ from incidents.deliveries import DeliveryLog
 from incidents.errors import IncidentNotFoundError, InvalidTransitionError
 from incidents.groups import GroupBook
 from incidents.models import IncidentRow, TriageRunRow
+from incidents.replicas import ReplicaBook
 from incidents.summary import per_layer, summarise
 from incidents.values import (
     Incident,
@@ -104,6 +105,11 @@ class IncidentStore:
     def deliveries(self) -> DeliveryLog:
         """Slack deliveries seen: a retry is answered once, across restarts and replicas."""
         return self._deliveries
+
+    @property
+    def replicas(self) -> ReplicaBook:
+        """The bot replicas running against this database, and the clusters each serves."""
+        return ReplicaBook(read=self._read, write=self._write, guard=self._guard, clock=self._clock)
 
     @property
     def groups(self) -> GroupBook:

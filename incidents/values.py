@@ -3,7 +3,8 @@ mutate rows behind the repository's back."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -160,3 +161,32 @@ class GroupChange(_Value):
     kind: str
     group: GroupIncident
     previous_workloads: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """What a delivery needs to be answered by any replica: kind ("command", "mention"), the
+    payload the bot replays, the replica taking it and for how long."""
+
+    kind: str
+    payload: dict[str, Any]
+    owner: str
+    lease: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed job: its key, kind, payload, the cluster it must run in (None: any) and how
+    many replicas took it, this one included."""
+
+    key: str
+    kind: str
+    payload: dict[str, Any]
+    cluster: str | None
+    attempts: int
+    received_at: datetime
+
+
+# A claim to post a group's alert that has no thread after this long was left by a replica
+# that died between the claim and the post (Slack calls time out well before).
+CLAIM_TTL = timedelta(minutes=2)

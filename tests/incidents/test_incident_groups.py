@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from incidents import IncidentStore
+from tests.incidents.incident_helpers import FakeClock
 from triage import load_snapshot
 from triage.fleet import Group, sweep
 
@@ -79,6 +80,25 @@ def test_the_first_post_is_claimed_once(db_url: str, groups: list[Group]) -> Non
         store.groups.release_post(gid)  # posted: releasing is a no-op
         assert store.groups.claim_post(gid, channel="#gpu-infra") is None
         assert store.groups.posts_since("#gpu-infra", change.group.opened_at) == 1
+
+
+def test_a_claim_left_by_a_replica_that_died_before_posting_is_taken_over(
+    db_url: str, groups: list[Group]
+) -> None:
+    clock = FakeClock()
+    with IncidentStore.from_url(db_url) as base:
+        base.upgrade()
+        store = IncidentStore(base.engine, clock=clock)
+        [change, *_] = store.groups.sync("c1", groups)
+        gid = change.group.id
+        assert store.groups.claim_post(gid, channel="#gpu-infra") is not None  # then it died
+        clock.advance(seconds=60)  # the post could still be on its way
+        assert store.groups.claim_post(gid, channel="#gpu-infra") is None
+        clock.advance(seconds=61)
+        assert store.groups.claim_post(gid, channel="#gpu-infra") is not None
+        store.groups.attach_thread(gid, channel="#gpu-infra", thread_ts="1.1")
+        clock.advance(hours=1)  # posted: never claimed again, however old
+        assert store.groups.claim_post(gid, channel="#gpu-infra") is None
 
 
 def test_replicas_syncing_at_once_report_each_change_once(db_url: str, groups: list[Group]) -> None:

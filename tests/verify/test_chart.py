@@ -258,3 +258,38 @@ def test_remote_cluster_kubeconfigs_from_secrets_reach_the_bot(tmp_path: Path) -
                                           context=context)))  # fmt: skip
     assert kube_contexts(":".join(local)) == ["east", "west"]
     assert _cluster_list("all", ":".join(local), kube_contexts) == ["east", "west"]
+
+
+def test_replicas_and_shards_share_one_service_and_split_the_clusters() -> None:
+    """Shards are Deployments of their own, each serving its clusters, all behind the one
+    Service; every pod names itself as a replica and has a lease; a budget keeps one up."""
+    shards = (
+        '[{"name":"us","clusters":["east","west"],"replicas":2},{"name":"eu","clusters":["fra"]}]'
+    )
+    out = subprocess.run(
+        ["helm", "template", "t", str(CHART), "--set-json", f"shards={shards}"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    assert set(deployments) == {"t-us", "t-eu"}
+    [service] = [d for d in docs if d["kind"] == "Service"]
+    served = {}
+    for name, d in deployments.items():
+        labels = d["spec"]["template"]["metadata"]["labels"]
+        assert d["spec"]["selector"]["matchLabels"].items() <= labels.items()
+        assert service["spec"]["selector"].items() <= labels.items()  # the Service reaches it
+        [bot] = d["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e for e in bot["env"]}
+        served[name] = (env["GPU_TRIAGE_CLUSTERS"]["value"], d["spec"]["replicas"])
+        assert env["GPU_TRIAGE_REPLICA_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+        assert env["GPU_TRIAGE_JOB_LEASE"]["value"] == "30"
+    assert served == {"t-us": ("east,west", 2), "t-eu": ("fra", 1)}
+    [pdb] = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= service["spec"]["selector"].items()
+    # One replica, no shards: one Deployment under the release's name and no budget.
+    single = [d for d in yaml.safe_load_all(subprocess.run(
+        ["helm", "template", "t", str(CHART)], capture_output=True, text=True, check=True,
+        timeout=60).stdout) if d]  # fmt: skip
+    assert [d["metadata"]["name"] for d in single if d["kind"] == "Deployment"] == ["t"]
+    assert not [d for d in single if d["kind"] == "PodDisruptionBudget"]

@@ -1,0 +1,251 @@
+"""Replicas sharing the work through the incident database: each command is answered once,
+by a replica serving its cluster, even when the replica that took it dies mid-triage.
+
+No consensus of our own: the database's rows are the coordination (`incidents.deliveries`).
+
+- A command is written with its delivery key, as a job leased to the replica that took it
+  (one group-committed INSERT before the ack, which dedupes retries too). The relay renews
+  the leases of the jobs it runs, and marks them done once answered.
+- A replica asked about a cluster it does not serve, that another live replica serves
+  (`replicas` rows, rewritten every few seconds), hands the job off: the row loses its owner
+  and a replica serving that cluster claims it.
+- Every replica polls for jobs nobody holds (lease lapsed, or handed off) in the clusters it
+  serves, claims them (one conditional UPDATE wins) and replays them through the same path
+  as a fresh command.
+- Before its first Slack write for a job a replica claims the job's reply; a replica that
+  loses that claim (it was slow, not dead, and another answered) posts nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.ports import RelayStoreLike
+from incidents.errors import IncidentStoreError
+from incidents.values import Job, NewJob
+from triage import SourceStatus
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT = 5.0  # seconds between two rewrites of this replica's row (at most)
+LIVE_BEATS = 4  # a replica not heard from for this many heartbeats is gone
+MAX_AGE = timedelta(minutes=25)  # Slack's response URLs last 30 minutes
+
+
+def replica_id() -> str:
+    """This process, for other replicas and for people: the pod's name (its hostname), the pid
+    and a few random characters (a restarted process is a new replica)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"[:128]
+
+
+class Relay:
+    def __init__(
+        self,
+        *,
+        store: RelayStoreLike,
+        served: Callable[[], Sequence[SourceStatus]],
+        replay: Callable[[Job], None],
+        room: Callable[[], bool] = lambda: True,
+        owner: str | None = None,
+        lease: float = 30.0,
+        poll: float = 1.0,
+    ) -> None:
+        self.owner = owner or replica_id()
+        self._store, self._served, self._replay, self._room = store, served, replay, room
+        self.lease, self.poll = timedelta(seconds=lease), poll
+        self.heartbeat = min(HEARTBEAT, lease / 3)
+        self._started_at = datetime.now(UTC)
+        self._lock = threading.Lock()
+        self._held: dict[str, float] = {}  # key -> monotonic time our lease surely lasts to
+        self._finished: list[str] = []
+        self._replies: dict[str, bool] = {}
+        self._others: dict[str, str] = {}  # cluster -> a live replica serving it (not us)
+        self._remote: list[SourceStatus] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_beat = 0.0
+        self._last_renew = 0.0
+
+    # -- jobs this replica runs --------------------------------------------------------------
+    def new_job(self, kind: str, payload: dict[str, Any]) -> NewJob:
+        return NewJob(kind=kind, payload=payload, owner=self.owner, lease=self.lease)
+
+    def hold(self, key: str) -> None:
+        """This replica runs job `key` from now on (it inserted or claimed it just now)."""
+        with self._lock:
+            self._held[key] = time.monotonic() + self.lease.total_seconds()
+
+    def done(self, key: str) -> None:
+        """Job `key` was answered (or needs no answer): marked done at the next tick."""
+        with self._lock:
+            if self._held.pop(key, None) is not None:
+                self._finished.append(key)
+            self._replies.pop(key, None)
+
+    def gate(self, key: str) -> Callable[[], bool]:
+        """`may_reply` for job `key`: claims its reply once, then answers from memory. When
+        the database cannot say, this replica answers only while its lease surely holds (no
+        other replica can have claimed the job yet)."""
+
+        def may_reply() -> bool:
+            with self._lock:
+                known = self._replies.get(key)
+            if known is not None:
+                return known
+            try:
+                mine = self._store.deliveries.claim_reply(key, owner=self.owner)
+            except IncidentStoreError as e:
+                with self._lock:
+                    mine = time.monotonic() < self._held.get(key, 0.0)
+                log.warning("reply to %s not claimed (%s); answering: %s", key, e, mine)
+            with self._lock:
+                if key in self._held:
+                    self._replies[key] = mine
+            if not mine:
+                log.info("job %s is answered by another replica", key)
+            return mine
+
+        return may_reply
+
+    # -- clusters served elsewhere -----------------------------------------------------------
+    def elsewhere(self, cluster: str) -> str | None:
+        """A live replica other than this one serving `cluster` (by name), if any."""
+        with self._lock:
+            return self._others.get(cluster)
+
+    def hand_off(self, key: str, cluster: str) -> bool:
+        """Let a replica serving `cluster` answer job `key`; False when that failed (the
+        caller answers as if nobody served it)."""
+        try:
+            if not self._store.deliveries.hand_off(key, owner=self.owner, cluster=cluster):
+                return False
+        except IncidentStoreError as e:
+            log.warning("job %s not handed off to cluster %s: %s", key, cluster, e)
+            return False
+        with self._lock:
+            self._held.pop(key, None)
+        return True
+
+    def remote(self) -> list[SourceStatus]:
+        """The clusters other live replicas serve and this one does not, as they last said."""
+        with self._lock:
+            return list(self._remote)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def start(self) -> Relay:
+        self._beat()
+        self._thread = threading.Thread(target=self._loop, name="gpu-triage-relay", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop polling, mark what was answered done, leave the replicas table. Jobs still
+        running here keep their lease until it lapses, then another replica answers them."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5 + self.poll)
+        try:
+            self._flush()
+            self._store.replicas.leave(self.owner)
+        except IncidentStoreError as e:
+            log.warning("relay not closed cleanly: %s", e)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll):
+            try:
+                self.tick()
+            except IncidentStoreError as e:
+                log.warning("relay: %s", e)
+            except Exception:
+                log.exception("relay tick failed")
+
+    def tick(self) -> None:
+        """One round: heartbeat, renew leases, mark answered jobs done, claim free jobs."""
+        now = time.monotonic()
+        if now - self._last_beat >= self.heartbeat:
+            self._beat()
+        if now - self._last_renew >= self.lease.total_seconds() / 3:
+            self._renew()
+        self._flush()
+        if self._room():
+            self._claim()
+
+    def _beat(self) -> None:
+        self._last_beat = time.monotonic()
+        statuses = list(self._served())
+        self._store.replicas.beat(
+            self.owner, started_at=self._started_at, clusters=[asdict(s) for s in statuses]
+        )
+        mine = {s.name for s in statuses}
+        others: dict[str, str] = {}
+        remote: dict[str, SourceStatus] = {}
+        live = self._store.replicas.live(within=timedelta(seconds=self.heartbeat * LIVE_BEATS))
+        for replica in live:
+            if replica.id == self.owner:
+                continue
+            for raw in replica.clusters:
+                status = _status(raw)
+                if status is None or status.name in mine:
+                    continue
+                others.setdefault(status.name, replica.id)
+                if status.name not in remote or status.state == "synced":
+                    remote[status.name] = status
+        with self._lock:
+            self._others, self._remote = others, sorted(remote.values(), key=lambda s: s.name)
+
+    def _renew(self) -> None:
+        self._last_renew = time.monotonic()
+        with self._lock:
+            keys = list(self._held)
+        if not keys:
+            return
+        held = self._store.deliveries.renew(keys, owner=self.owner, lease=self.lease)
+        until = self._last_renew + self.lease.total_seconds()
+        with self._lock:
+            for key in keys:
+                if key in held and key in self._held:
+                    self._held[key] = until
+                elif key in self._held:
+                    log.warning("job %s was taken over by another replica", key)
+
+    def _flush(self) -> None:
+        with self._lock:
+            finished, self._finished = self._finished, []
+        try:
+            self._store.deliveries.finish(finished)
+        except IncidentStoreError:
+            with self._lock:
+                self._finished[:0] = finished  # next tick
+            raise
+
+    def _claim(self) -> None:
+        served = [s.name for s in self._served()]
+        jobs, dropped = self._store.deliveries.claim(
+            owner=self.owner, clusters=served, lease=self.lease, max_age=MAX_AGE
+        )
+        for key in dropped:
+            log.warning("job %s dropped: answered already, too old, or tried too often", key)
+        for job in jobs:
+            log.info("taking over job %s (attempt %d)", job.key, job.attempts)
+            self.hold(job.key)
+            try:
+                self._replay(job)
+            except Exception:
+                log.exception("job %s could not be replayed", job.key)
+                self.done(job.key)
+
+
+def _status(raw: dict[str, Any]) -> SourceStatus | None:
+    try:
+        return SourceStatus(**raw)
+    except TypeError:  # a row written by another version
+        return None
