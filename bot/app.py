@@ -362,7 +362,7 @@ def create_app(
 def _job(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """What a command or a mention needs to be answered by another replica: (kind, payload).
     Buttons are not jobs: a press is answered where it lands, or pressed again."""
-    if body.get("command"):
+    if body.get("command") == "/gpu":
         keys = ("text", "user_id", "channel_id", "response_url")
         return "command", {k: body.get(k) for k in keys}
     event = body.get("event") or {}

@@ -66,6 +66,7 @@ class Relay:
         self._started_at = datetime.now(UTC)
         self._lock = threading.Lock()
         self._held: dict[str, float] = {}  # key -> monotonic time our lease surely lasts to
+        self._since: dict[str, float] = {}  # key -> monotonic time this replica took it
         self._finished: list[str] = []
         self._replies: dict[str, bool] = {}
         self._others: dict[str, str] = {}  # cluster -> a live replica serving it (not us)
@@ -82,7 +83,9 @@ class Relay:
     def hold(self, key: str) -> None:
         """This replica runs job `key` from now on (it inserted or claimed it just now)."""
         with self._lock:
-            self._held[key] = time.monotonic() + self.lease.total_seconds()
+            now = time.monotonic()
+            self._held[key] = now + self.lease.total_seconds()
+            self._since[key] = now
 
     def done(self, key: str) -> None:
         """Job `key` was answered (or needs no answer): marked done at the next tick."""
@@ -90,6 +93,7 @@ class Relay:
             if self._held.pop(key, None) is not None:
                 self._finished.append(key)
             self._replies.pop(key, None)
+            self._since.pop(key, None)
 
     def gate(self, key: str) -> Callable[[], bool]:
         """`may_reply` for job `key`: claims its reply once, then answers from memory. When
@@ -204,6 +208,15 @@ class Relay:
 
     def _renew(self) -> None:
         self._last_renew = time.monotonic()
+        with self._lock:
+            # A job held past the age nobody can answer any more: a handler that never said
+            # it was done. Stop renewing it (nobody could use the answer).
+            stuck = [
+                k for k, t in self._since.items() if self._last_renew - t > MAX_AGE.total_seconds()
+            ]
+        for key in stuck:
+            log.warning("job %s held for %s without an answer: given up", key, MAX_AGE)
+            self.done(key)
         with self._lock:
             keys = list(self._held)
         if not keys:

@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -208,8 +209,10 @@ class RawClient:
         namespace: str | None = None,
         name: str | None = None,
         query: list[tuple[str, str]] | None = None,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> dict[str, Any] | None:
-        """One GET; None on 404. Raises our SourceError family otherwise."""
+        """One GET; None on 404. Raises our SourceError family otherwise. `decode` parses
+        the body (default: the whole JSON)."""
         path = path_for(rt, namespace=namespace, name=name)
         with self._errors(verb=verb, rt=rt, namespace=namespace):
             resp = self._send(path, query or [], timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
@@ -219,8 +222,8 @@ class RawClient:
             if not 200 <= resp.status <= 299:
                 raise ApiException(http_resp=resp)
         try:
-            parsed: dict[str, Any] = loads(data)
-        except ValueError as e:
+            parsed: dict[str, Any] = (decode or loads)(data)
+        except (ValueError, msgspec.DecodeError) as e:
             raise UnavailableError(f"the Kubernetes API at {self.server} sent invalid JSON") from e
         return parsed
 

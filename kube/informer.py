@@ -19,7 +19,7 @@ from typing import Literal
 from kube.client import GoneError, RawClient
 from kube.fastjson import loads
 from kube.live import list_objects
-from kube.slim import projection
+from kube.slim import list_decoder, projection
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError, key
@@ -185,7 +185,9 @@ class Informer:
     # --- list and watch ------------------------------------------------------------------
 
     def _list(self) -> None:
-        items, rv = list_objects(self.client, self.rt, transform=self._project)
+        items, rv = list_objects(
+            self.client, self.rt, transform=self._project, decode=list_decoder(self.rt.kind)
+        )
         items_by_key = {key(o): o for o in items}
         by_ns: dict[str, dict[str, Obj]] = {}
         for (ns, name), obj in items_by_key.items():

@@ -50,23 +50,25 @@ def list_objects(
     field_selector: str | None = None,
     page_size: int = PAGE_SIZE,
     transform: Callable[[Obj], Obj] | None = None,
+    decode: Callable[[bytes], Any] | None = None,
 ) -> tuple[list[Obj], str]:
     """All items (each with `kind` and `apiVersion` set) and the list's resourceVersion.
 
     Follows `continue` tokens. A custom resource whose API is not installed lists as empty
     with resourceVersion "". `transform` is applied page by page (the cache slims objects
-    before the next page arrives, so a full list never sits in memory).
+    before the next page arrives, so a full list never sits in memory); `decode` parses
+    each page (`kube.slim.list_decoder`: only the fields `transform` reads).
     """
     items: list[Obj] = []
     token = ""
-    while True:
-        query = [("limit", str(page_size))]
-        if token:
-            query.append(("continue", token))
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
-        with gc_paused():
-            body = client.get_json(rt, verb="list", namespace=namespace, query=query)
+    with gc_paused():  # the whole list: see kube.fastjson
+        while True:
+            query = [("limit", str(page_size))]
+            if token:
+                query.append(("continue", token))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
+            body = client.get_json(rt, verb="list", namespace=namespace, query=query, decode=decode)
             if body is None:
                 if rt.group in BUILTIN_GROUPS:
                     raise UnavailableError(
@@ -77,10 +79,10 @@ def list_objects(
                 item["kind"] = rt.kind
                 item["apiVersion"] = rt.api_version
                 items.append(transform(item) if transform else item)
-        meta: dict[str, Any] = body.get("metadata") or {}
-        token = str(meta.get("continue") or "")
-        if not token:
-            return items, str(meta.get("resourceVersion") or "")
+            meta: dict[str, Any] = body.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
 
 
 def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> list[Obj]:

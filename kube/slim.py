@@ -11,22 +11,21 @@ node, add it here (tests compare triage through the cache with triage on full ob
 
 from __future__ import annotations
 
-import json
+import hashlib
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
+
+import msgspec
+import orjson
 
 from triage.cluster.objects import Obj
 
-try:
-    import orjson
+_loads = orjson.loads
 
-    def _canon(value: Any) -> bytes:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-except ImportError:  # pragma: no cover - depends on the install
 
-    def _canon(value: Any) -> bytes:
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+def _canon(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 # No resourceVersion: nothing reads it from a cached object, and without it an update that
@@ -51,7 +50,7 @@ _INTERNED_SPEC = (
 _OWNER_REF = ("apiVersion", "kind", "name", "controller")
 _CONTAINER = ("name", "image", "resources", "restartPolicy", "ports")
 _POD_STATUS = (
-    "phase", "conditions", "reason", "message", "nominatedNodeName", "startTime", "qosClass",
+    "phase", "conditions", "reason", "message", "nominatedNodeName", "qosClass",
     "resourceClaimStatuses",
 )  # fmt: skip
 _CONDITION = ("type", "status", "reason", "message", "lastTransitionTime")
@@ -69,7 +68,9 @@ class Sharer:
     def value(self, value: Any) -> Any:
         if not value:
             return value
-        key = _canon(value)
+        # A digest, not the canonical JSON itself: most values (a pod's spec with its node,
+        # its owner) are seen once, and a key as large as the value would double their cost.
+        key = hashlib.blake2b(_canon(value), digest_size=16).digest()
         if len(self._values) >= _MAX_SHARED:
             self._values.clear()
         return self._values.setdefault(key, value)
@@ -97,6 +98,7 @@ def slim_meta(obj: Obj, sharer: Sharer) -> Obj:
         if k in meta:
             meta[k] = sharer.value(meta[k])
     if meta.get("ownerReferences"):
+        # The pods of one Job or ReplicaSet name the same owner: one list for all of them.
         meta["ownerReferences"] = [
             {k: sharer.text(v) for k, v in _pick(ref, _OWNER_REF).items()}
             for ref in meta["ownerReferences"]
@@ -111,6 +113,38 @@ def _condition(cond: Obj, sharer: Sharer) -> Obj:
     if cond.get("status") == "True":
         return sharer.value(_pick(cond, _CONDITION[:-1]))  # type: ignore[no-any-return]
     return {k: sharer.text(v) for k, v in _pick(cond, _CONDITION).items()}
+
+
+# Of a container's state, what the engine reads: that it runs, why it waits, how it ended.
+# When a container started or finished is not read; without those times the statuses of
+# running and of completed containers are the same for every pod of a workload, and shared.
+_STATE_DROP = ("startedAt", "finishedAt", "containerID")
+
+
+def _state(state: Obj | None) -> Obj | None:
+    if not state:
+        return state
+    out = {
+        k: {f: v for f, v in (sub or {}).items() if f not in _STATE_DROP}
+        for k, sub in state.items()
+    }
+    for k, sub in out.items():
+        if not sub and state.get(k):  # running: {startedAt} stays truthy: a marker, not {}
+            out[k] = {"kept": False}
+    return out
+
+
+def _container_status(cs: Obj, sharer: Sharer) -> Obj:
+    out = _pick(cs, _CONTAINER_STATUS)
+    for k in ("state", "lastState"):
+        if k in out:
+            out[k] = _state(out[k])
+    return sharer.value(out)  # type: ignore[no-any-return]
+
+
+def _shared_list(items: list[Obj], sharer: Sharer) -> list[Obj]:
+    """One list for the equal lists of many pods (their elements are shared already)."""
+    return sharer.value(items)  # type: ignore[no-any-return]
 
 
 def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
@@ -144,17 +178,18 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
         if k in out_status:
             out_status[k] = sharer.text(out_status[k])
     if status.get("conditions"):
-        out_status["conditions"] = [_condition(c, sharer) for c in status["conditions"]]
+        out_status["conditions"] = _shared_list(
+            [_condition(c, sharer) for c in status["conditions"]], sharer
+        )
     for k in ("containerStatuses", "initContainerStatuses"):
         if status.get(k):
-            out_status[k] = [
-                {**_pick(c, _CONTAINER_STATUS), "name": sharer.text(c.get("name"))}
-                for c in status[k]
-            ]
+            out_status[k] = _shared_list([_container_status(c, sharer) for c in status[k]], sharer)
+    # Pods of one workload on one node have equal specs, and running pods of one shape equal
+    # statuses: one copy of each for all of them.
     return _head(obj) | {
         "metadata": slim_meta(obj, sharer),
-        "spec": out_spec,
-        "status": out_status,
+        "spec": sharer.value(out_spec),
+        "status": sharer.value(out_status),
     }
 
 
@@ -183,3 +218,143 @@ def projection(kind: str, sharer: Sharer | None = None) -> Callable[[Obj], Obj]:
     fn = {"Pod": slim_pod, "Node": slim_node}.get(kind, slim_other)
     share = sharer or Sharer()
     return lambda obj: fn(obj, share)
+
+
+# --- typed list decoding --------------------------------------------------------------------
+# A list page of pods is mostly what the projections above drop (managedFields, env, mounts,
+# probes, the token volume). Decoding it against these shapes builds Python objects only for
+# the fields the projections read and skips the rest inside the decoder: the projection then
+# runs on small dicts. The shapes must name every field `slim_pod`/`slim_node` read (tests
+# compare typed and untyped decoding); values under them are decoded whole.
+
+
+class _Meta(TypedDict, total=False):
+    name: Any
+    namespace: Any
+    uid: Any
+    labels: Any
+    annotations: Any
+    ownerReferences: Any
+    creationTimestamp: Any
+    deletionTimestamp: Any
+    generation: Any
+
+
+class _Container(TypedDict, total=False):
+    name: Any
+    image: Any
+    resources: Any
+    restartPolicy: Any
+    ports: Any
+
+
+class _Volume(TypedDict, total=False):
+    name: Any
+    persistentVolumeClaim: Any
+    ephemeral: Any
+
+
+class _PodSpec(TypedDict, total=False):
+    nodeName: Any
+    nodeSelector: Any
+    affinity: Any
+    tolerations: Any
+    overhead: Any
+    priority: Any
+    priorityClassName: Any
+    preemptionPolicy: Any
+    runtimeClassName: Any
+    schedulingGates: Any
+    resourceClaims: Any
+    schedulerName: Any
+    serviceAccountName: Any
+    topologySpreadConstraints: Any
+    containers: list[_Container] | None
+    initContainers: list[_Container] | None
+    volumes: list[_Volume] | None
+
+
+class _ContainerStatus(TypedDict, total=False):
+    name: Any
+    state: Any
+    lastState: Any
+    ready: Any
+    started: Any
+    restartCount: Any
+
+
+class _PodStatus(TypedDict, total=False):
+    phase: Any
+    conditions: Any
+    reason: Any
+    message: Any
+    nominatedNodeName: Any
+    startTime: Any
+    qosClass: Any
+    resourceClaimStatuses: Any
+    containerStatuses: list[_ContainerStatus] | None
+    initContainerStatuses: list[_ContainerStatus] | None
+
+
+class _Pod(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _Meta | None
+    spec: _PodSpec | None
+    status: _PodStatus | None
+
+
+class _NodeStatus(TypedDict, total=False):
+    # Every NodeStatus field but images, volumesInUse and volumesAttached (_NODE_STATUS_DROP).
+    capacity: Any
+    allocatable: Any
+    phase: Any
+    conditions: Any
+    addresses: Any
+    daemonEndpoints: Any
+    nodeInfo: Any
+    config: Any
+    runtimeHandlers: Any
+    features: Any
+    declaredFeatures: Any
+
+
+class _Node(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _Meta | None
+    spec: Any
+    status: _NodeStatus | None
+
+
+class _PodList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Pod] | None
+
+
+class _NodeList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Node] | None
+
+
+_LIST_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    "Pod": msgspec.json.Decoder(_PodList),
+    "Node": msgspec.json.Decoder(_NodeList),
+}
+
+
+def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
+    """A decoder of `kind`'s list pages that keeps only what its projection reads (None: the
+    kind is kept whole, decode it as it is). A page that does not fit the shapes (a field of
+    an unexpected type) is decoded whole instead: the projection copes with both."""
+    typed = _LIST_DECODERS.get(kind)
+    if typed is None:
+        return None
+
+    def decode(data: bytes) -> Any:
+        try:
+            return typed.decode(data)
+        except msgspec.ValidationError:
+            return _loads(data)
+
+    return decode
