@@ -64,7 +64,8 @@ def check(ctx: Context) -> Outcome:
         placement = Placement(
             pod=pod, requests=requests, dra=claims.node, only_nodes=only, filters=filters
         )
-        evaluation = placement.evaluate(nodes, ctx.healths.all(nodes, stacks), usage)
+        healths = ctx.healths.all(nodes, stacks)
+        evaluation = placement.evaluate(nodes, healths, usage, memo=ctx.memo)
         # node health judged here from the view's pods, outside any shared work
         ctx.depend(VIEW_EXACT, stacks, shared=True)
     pod_level = filters.pod_level() if filters is not None else []
@@ -117,14 +118,14 @@ def shared_evaluation(
         healths = ctx.healths.all(nodes, ctx.view)
     made = placement
     if shared is None:
-        evaluation = made.evaluate(nodes, healths, usage)
+        evaluation = made.evaluate(nodes, healths, usage, memo=ctx.memo)
     else:
         # The last sweep's evaluation while every node, its health and its usage are the same
         # objects (a quiet cluster, or a change elsewhere): its digest is then the same too.
         evaluation = ctx.memo.get(
             ("shape-evaluation", shape),
             (*nodes, *healths, *usage.keys(), *usage.values()),
-            lambda: made.evaluate(nodes, healths, usage),
+            lambda: made.evaluate(nodes, healths, usage, memo=ctx.memo),
         )
         shared[shape] = (placement, evaluation, ctx.unknowns[before:])
         pod = placement.pod

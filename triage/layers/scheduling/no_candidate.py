@@ -91,7 +91,9 @@ def _unmatched_labels(pod: Obj, nodes: Evaluation) -> list[str]:
     key = ("unmatched", tuple(sorted(selector.items())))
     found = nodes.derived.get(key)
     if found is None:
-        every = [node for pool in nodes.excluded.values() for node, _ in pool]
+        every = nodes.representatives
+        if every is None:
+            every = [node for pool in nodes.excluded.values() for node, _ in pool]
         found = nodes.derived[key] = [
             f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in every)
         ]

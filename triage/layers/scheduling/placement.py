@@ -10,7 +10,10 @@ Two questions per node, kept apart on purpose (the root-cause rule needs both):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
+from typing import TypeVar
 
+from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
 from triage.cluster.quantities import GPU
 from triage.cluster.selectors import required_affinity_terms
@@ -60,6 +63,50 @@ class _Class:
         return self.max_pods is not None and len(usage.pods) >= self.max_pods
 
 
+class NodeGroup:
+    """The nodes of one class in a node list: its first node and health, and every member's
+    position and (node, health), in node order."""
+
+    __slots__ = ("health", "idx", "node", "pairs")
+
+    def __init__(self, node: Obj, health: NodeHealth) -> None:
+        self.node, self.health = node, health
+        self.idx: list[int] = []
+        self.pairs: list[tuple[Obj, NodeHealth]] = []
+
+
+def node_groups(
+    nodes: list[Obj], healths: list[NodeHealth], keys: tuple[str, ...]
+) -> list[NodeGroup]:
+    """`nodes` grouped by what a class verdict depends on: the health's signature (equal
+    signatures are one object) and the values of the labels `keys` (those the pod's selectors
+    name), the groups in order of first sight."""
+    found: dict[object, NodeGroup] = {}
+    for i, (node, health) in enumerate(zip(nodes, healths, strict=True)):
+        key: object = id(health.signature)
+        if keys:
+            labels = node["metadata"].get("labels") or {}
+            key = (key, *map(labels.get, keys))
+        group = found.get(key)
+        if group is None:
+            group = found[key] = NodeGroup(node, health)
+        group.idx.append(i)
+        group.pairs.append((node, health))
+    return list(found.values())
+
+
+T = TypeVar("T")
+
+
+def _in_node_order(parts: list[tuple[list[int], list[T]]]) -> list[T]:
+    """The items of several groups, merged back into node order by their positions. (The
+    positions are distinct, so sorting the pairs never compares two items.)"""
+    if len(parts) == 1:
+        return parts[0][1]
+    merged = sorted(chain.from_iterable(zip(idx, items, strict=True) for idx, items in parts))
+    return [item for _, item in merged]
+
+
 class Evaluation:
     """Every node judged for one pod, sorted into what the report needs, in node order."""
 
@@ -77,6 +124,9 @@ class Evaluation:
         self.side: list[tuple[str, NodeHealth]] = []  # broken GPU nodes among the excluded
         # Answers derived from this evaluation alone, kept for the triages that share it.
         self.derived: dict[object, object] = {}
+        # One node per class when the nodes were judged by class (`node_groups`): they carry
+        # every value the cluster's nodes have for the labels the pod's selectors name.
+        self.representatives: list[Obj] | None = None
 
     def short_names(self) -> list[str]:
         names = self.derived.get("short-names")
@@ -121,14 +171,27 @@ class Placement:
         self.keys = tuple(dict.fromkeys(keys))
 
     def evaluate(
-        self, nodes: list[Obj], healths: list[NodeHealth], usage: Mapping[str, NodeUsage]
+        self,
+        nodes: list[Obj],
+        healths: list[NodeHealth],
+        usage: Mapping[str, NodeUsage],
+        *,
+        memo: IdentityMemo | None = None,
     ) -> Evaluation:
-        """Judge `nodes` (with their health, same order) against the pod."""
+        """Judge `nodes` (with their health, same order) against the pod. With `memo`, the
+        nodes' grouping into classes is remembered for as long as the nodes and their health
+        are the same objects, and only the nodes of classes the pod could use are visited."""
+        if memo is not None and self.only_nodes is None and not self.per_node:
+            keys = self.keys
+            groups = memo.get(
+                ("node-groups", keys), (*nodes, *healths), lambda: node_groups(nodes, healths, keys)
+            )
+            return self._evaluate_groups(groups, len(nodes), usage)
         out = Evaluation(self.requests)
         out.total = len(nodes)
         classes: dict[object, _Class] = {}
-        keys, only, dra, filters = self.keys, self.only_nodes, self.dra, self.filters
-        usable, short, usage_of = out.usable, out.short, usage.get
+        keys, only = self.keys, self.only_nodes
+        usage_of = usage.get
         # The hot loop: one pass over every node of the cluster on every triage.
         for node, health in zip(nodes, healths, strict=True):
             name = health.name
@@ -155,41 +218,91 @@ class Placement:
                 if klass.side:
                     out.side.append((klass.category, health))
                 continue
-            out.candidates += 1
-            if health.contradiction:
-                out.contradictions.append(health)
-            use = usage_of(name)
-            # The common case on a big cluster is a healthy node that offers what the pod asks
-            # for (klass.fast and health.clean): only its free resources matter.
-            if not (klass.fast and health.clean):
-                fit = NodeFit(name)
-                fit.gfd_labels_missing = klass.gfd_missing
-                dynamic(
-                    fit,
-                    node=node,
-                    health=health,
-                    requests=self.requests,
-                    usage=use,
-                    dra=dra,
-                    gpu=self.gpu,
-                )
-                if fit.joining is not None:
-                    out.joining.append(fit)
-                    continue
-                if fit.layer is not None:
-                    out.blocked.append(fit)
-                    continue
-            refusal = filters.before_fit(name) if filters is not None else None
-            if refusal is None and klass.short(use):
-                short.append((health, use))
-                continue
-            if refusal is None and filters is not None:
-                refusal = filters.after_fit(name)
-            if refusal is not None:
-                out.blocked.append(refused(name, refusal))
-            else:
-                usable.append(name)
+            self._candidate(out, klass, node, health, usage_of(name))
         return out
+
+    def _evaluate_groups(
+        self, groups: list[NodeGroup], total: int, usage: Mapping[str, NodeUsage]
+    ) -> Evaluation:
+        """`evaluate` over nodes grouped by class: a class the pod could never use sends its
+        nodes to their list at once; the other classes' nodes are judged one by one. Every
+        list comes out in node order, as `evaluate`'s loop makes it."""
+        out = Evaluation(self.requests)
+        out.total = total
+        out.representatives = [g.node for g in groups]
+        into: dict[int, tuple[list[tuple[Obj, NodeHealth]], list[NodeGroup]]] = {}
+        side: list[tuple[str, NodeGroup]] = []
+        candidates: list[tuple[_Class, NodeGroup]] = []
+        for group in groups:  # in order of first sight, as the classes are made in the loop
+            klass = self._classify(group.node, group.health, out)
+            if klass.excluded is None:
+                candidates.append((klass, group))
+                continue
+            into.setdefault(id(klass.excluded), (klass.excluded, []))[1].append(group)
+            if klass.side:
+                side.append((klass.category, group))
+        for excluded, parts in into.values():
+            excluded.extend(_in_node_order([(g.idx, g.pairs) for g in parts]))
+        out.side.extend(
+            _in_node_order([(g.idx, [(cat, h) for _, h in g.pairs]) for cat, g in side])
+        )
+        usage_of, usable, short = usage.get, out.usable, out.short
+        judged = [(g.idx, [(klass, pair) for pair in g.pairs]) for klass, g in candidates]
+        plain = self.filters is None
+        fast = 0
+        for klass, (node, health) in _in_node_order(judged):
+            if plain and klass.fast and health.clean and not health.contradiction:
+                # `_candidate`'s common case, inline: only the free resources matter.
+                fast += 1
+                use = usage_of(health.name)
+                if klass.short(use):
+                    short.append((health, use))
+                else:
+                    usable.append(health.name)
+                continue
+            self._candidate(out, klass, node, health, usage_of(health.name))
+        out.candidates += fast
+        return out
+
+    def _candidate(
+        self, out: Evaluation, klass: _Class, node: Obj, health: NodeHealth, use: NodeUsage | None
+    ) -> None:
+        """A node the pod could use: is it usable now, short of free resources, or blocked?"""
+        name = health.name
+        out.candidates += 1
+        if health.contradiction:
+            out.contradictions.append(health)
+        # The common case on a big cluster is a healthy node that offers what the pod asks
+        # for (klass.fast and health.clean): only its free resources matter.
+        if not (klass.fast and health.clean):
+            fit = NodeFit(name)
+            fit.gfd_labels_missing = klass.gfd_missing
+            dynamic(
+                fit,
+                node=node,
+                health=health,
+                requests=self.requests,
+                usage=use,
+                dra=self.dra,
+                gpu=self.gpu,
+            )
+            if fit.joining is not None:
+                out.joining.append(fit)
+                return
+            if fit.layer is not None:
+                out.blocked.append(fit)
+                return
+        filters = self.filters
+        refusal = filters.before_fit(name) if filters is not None else None
+        if refusal is None and klass.short(use):
+            out.short.append((health, use))
+            return
+        if refusal is None and filters is not None:
+            refusal = filters.after_fit(name)
+        if refusal is not None:
+            out.blocked.append(refused(name, refusal))
+        else:
+            out.usable.append(name)
 
     def _classify(self, node: Obj, health: NodeHealth, out: Evaluation) -> _Class:
         klass = _Class(health.signature)
