@@ -251,6 +251,9 @@ def create_app(
         if cmd is None or isinstance(cmd, Help):
             finished(job.key)  # answered in the ack already
             return
+        if policy.empty:  # the policy went away with the replica's restart
+            later(asker, lambda: handlers.say(asker, msg.no_policy()), key=job.key)
+            return
         start(asker, cmd, job.key)
 
     def run_command(asker: Asker, cmd: Command) -> None:
