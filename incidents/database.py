@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, exc, make_url
 from sqlalchemy.engine import URL
+from sqlalchemy.orm import Session, sessionmaker
 
 from incidents.errors import StoreUnavailableError
 
@@ -165,3 +169,18 @@ def _first_line(error: BaseException) -> str:
     text = str(orig if orig is not None else error).strip()
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(error).__name__)
     return line if len(line) <= 200 else line[:197] + "..."
+
+
+class Book:
+    """A part of the store over its sessions (`IncidentStore.groups`, `.replicas`): reads,
+    writes, the guard that turns driver errors into `StoreUnavailableError`, and the clock."""
+
+    def __init__(
+        self,
+        *,
+        read: sessionmaker[Session],
+        write: sessionmaker[Session],
+        guard: Callable[[], AbstractContextManager[None]],
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._read, self._write, self._guard, self._clock = read, write, guard, clock

@@ -13,13 +13,13 @@ from __future__ import annotations
 import builtins
 import hashlib
 import logging
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import and_, exc, func, or_, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
+from incidents.database import Book
 from incidents.models import GroupRow
 from incidents.values import CLAIM_TTL, GroupChange, GroupIncident
 from triage.fleet import Group
@@ -43,18 +43,8 @@ def members_hash(members: Iterable[dict[str, object]]) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()[:32]
 
 
-class GroupBook:
+class GroupBook(Book):
     """The store's incident groups. Obtained as `IncidentStore.groups`."""
-
-    def __init__(
-        self,
-        *,
-        read: sessionmaker[Session],
-        write: sessionmaker[Session],
-        guard: Callable[[], AbstractContextManager[None]],
-        clock: Callable[[], datetime],
-    ) -> None:
-        self._read, self._write, self._guard, self._clock = read, write, guard, clock
 
     def sync(self, cluster: str, groups: Iterable[Group]) -> list[GroupChange]:
         """Make the open groups of `cluster` the given ones: open new ones, update those whose

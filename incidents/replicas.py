@@ -5,8 +5,6 @@ while is a replica that is gone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,8 +12,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, sessionmaker
 
+from incidents.database import Book
 from incidents.models import ReplicaRow
 
 FORGET = timedelta(hours=1)  # rows of replicas gone this long are deleted
@@ -28,16 +26,8 @@ class Replica:
     clusters: list[dict[str, Any]]  # SourceStatus fields, one per cluster served
 
 
-class ReplicaBook:
-    def __init__(
-        self,
-        *,
-        read: sessionmaker[Session],
-        write: sessionmaker[Session],
-        guard: Callable[[], AbstractContextManager[None]],
-        clock: Callable[[], datetime],
-    ) -> None:
-        self._read, self._write, self._guard, self._clock = read, write, guard, clock
+class ReplicaBook(Book):
+    """The replicas table. Obtained as `IncidentStore.replicas`."""
 
     def beat(self, replica: str, *, started_at: datetime, clusters: list[dict[str, Any]]) -> None:
         """Say `replica` is alive and serves `clusters` (their state as of now)."""

@@ -10,7 +10,6 @@ holds one cache per kubeconfig context for a bot serving several clusters.
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
@@ -63,7 +62,6 @@ class CachedSource:
         freeze_gc: bool = True,
     ) -> None:
         self.client = client
-        self._freeze_gc, self._frozen = freeze_gc, False
         self.usage = UsageIndex()
         self._sync_timeout, self._stale_after = sync_timeout, stale_after
         self._informers: dict[str, Informer] = {}
@@ -97,18 +95,13 @@ class CachedSource:
     def wait_synced(self, timeout: float | None = None) -> bool:
         """True once every kind finished its first list (or is known absent/forbidden).
 
-        On the first success the process's GC-tracked objects are frozen (`gc.freeze()`)
-        unless `freeze_gc=False`: call it once after start-up in a bot.
+        Each informer freezes what its lists built out of the GC's generations (unless
+        `freeze_gc=False`): see `kube.fastjson`.
         """
         deadline = time.monotonic() + (self._sync_timeout if timeout is None else timeout)
         for inf in self._informers.values():
             if not inf.synced.wait(max(0.0, deadline - time.monotonic())):
                 return False
-        if self._freeze_gc and not self._frozen:
-            # The synced cache is millions of long-lived objects; left in the collected
-            # generations, every full GC rescans them and stalls triages for 100+ ms.
-            self._frozen = True
-            gc.freeze()
         return True
 
     def close(self) -> None:

@@ -142,11 +142,6 @@ def _container_status(cs: Obj, sharer: Sharer) -> Obj:
     return sharer.value(out)  # type: ignore[no-any-return]
 
 
-def _shared_list(items: list[Obj], sharer: Sharer) -> list[Obj]:
-    """One list for the equal lists of many pods (their elements are shared already)."""
-    return sharer.value(items)  # type: ignore[no-any-return]
-
-
 def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -178,12 +173,13 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
         if k in out_status:
             out_status[k] = sharer.text(out_status[k])
     if status.get("conditions"):
-        out_status["conditions"] = _shared_list(
-            [_condition(c, sharer) for c in status["conditions"]], sharer
+        # One list for the equal lists of many pods (their elements are shared already).
+        out_status["conditions"] = sharer.value(
+            [_condition(c, sharer) for c in status["conditions"]]
         )
     for k in ("containerStatuses", "initContainerStatuses"):
         if status.get(k):
-            out_status[k] = _shared_list([_container_status(c, sharer) for c in status[k]], sharer)
+            out_status[k] = sharer.value([_container_status(c, sharer) for c in status[k]])
     # Pods of one workload on one node have equal specs, and running pods of one shape equal
     # statuses: one copy of each for all of them.
     return _head(obj) | {

@@ -75,18 +75,24 @@ class NodeGroup:
         self.pairs: list[tuple[Obj, NodeHealth]] = []
 
 
+def class_key(node: Obj, health: NodeHealth, keys: tuple[str, ...]) -> object:
+    """What decides whether a pod could ever use a node: its health's signature (interned:
+    equal ones are one object, so its id names the class, and the class holds the signature,
+    so the id is not reused meanwhile) and the values of the labels `keys` (those the pod's
+    selectors name)."""
+    if not keys:
+        return id(health.signature)
+    labels = node["metadata"].get("labels") or {}
+    return (id(health.signature), *map(labels.get, keys))
+
+
 def node_groups(
     nodes: list[Obj], healths: list[NodeHealth], keys: tuple[str, ...]
 ) -> list[NodeGroup]:
-    """`nodes` grouped by what a class verdict depends on: the health's signature (equal
-    signatures are one object) and the values of the labels `keys` (those the pod's selectors
-    name), the groups in order of first sight."""
+    """`nodes` grouped by `class_key`, the groups in order of first sight."""
     found: dict[object, NodeGroup] = {}
     for i, (node, health) in enumerate(zip(nodes, healths, strict=True)):
-        key: object = id(health.signature)
-        if keys:
-            labels = node["metadata"].get("labels") or {}
-            key = (key, *map(labels.get, keys))
+        key = class_key(node, health, keys)
         group = found.get(key)
         if group is None:
             group = found[key] = NodeGroup(node, health)
@@ -203,12 +209,7 @@ class Placement:
             if self.per_node:
                 klass = self._classify(node, health, out)
             else:
-                # Interned signatures: equal ones are one object, so its id names the class
-                # (the class holds the signature, so the id is not reused meanwhile).
-                key: object = id(health.signature)
-                if keys:
-                    node_labels = node["metadata"].get("labels") or {}
-                    key = (key, *map(node_labels.get, keys))
+                key = class_key(node, health, keys)
                 klass = classes.get(key) or classes.setdefault(
                     key, self._classify(node, health, out)
                 )
