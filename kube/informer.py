@@ -58,6 +58,8 @@ class Informer:
         self._lock = threading.Lock()
         self._items: dict[Key, Obj] = {}
         self._by_ns: dict[str, dict[str, Obj]] = {}
+        # The lists `items` handed out, by namespace (None: all), while nothing in them changed.
+        self._lists: dict[str | None, list[Obj]] = {}
         # Indexes of triage.cluster.indexes, built on first use and kept current; while one
         # is being built off the lock, the changes meanwhile queue in `_catching_up`.
         self._indexes: dict[str, Index] = {}
@@ -81,10 +83,15 @@ class Informer:
             return self._items.get((namespace, name))
 
     def items(self, namespace: str | None = None) -> list[Obj]:
+        """The objects (of `namespace`, or all). While none of them changes, every call gets
+        the same list, so what was derived from it is known to hold without looking at the
+        objects (`IdentityMemo.get_lists`): a reader must not change it."""
         with self._lock:
-            if namespace is None:
-                return list(self._items.values())
-            return list(self._by_ns.get(namespace, {}).values())
+            found = self._lists.get(namespace)
+            if found is None:
+                held = self._items if namespace is None else self._by_ns.get(namespace, {})
+                found = self._lists[namespace] = list(held.values())
+            return found
 
     def __len__(self) -> int:
         return len(self._items)
@@ -207,6 +214,7 @@ class Informer:
         indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}
         with self._lock:
             self._items, self._by_ns, self._rv = items_by_key, by_ns, rv
+            self._lists = {}
             self._indexes = indexes  # one built meanwhile from the old list is dropped
             for name in self._catching_up:  # a build in progress starts again
                 self._catching_up[name] = None
@@ -268,6 +276,8 @@ class Informer:
                 self._items[k] = new
                 self._by_ns.setdefault(k[0], {})[k[1]] = new
                 new_value = new
+            self._lists.pop(k[0], None)
+            self._lists.pop(None, None)
             for built in self._indexes.values():
                 built.update(old, new_value)
             for pending in self._catching_up.values():

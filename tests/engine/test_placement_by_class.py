@@ -5,15 +5,19 @@ cluster with many pools, broken drivers, taints and full nodes, and on fixtures.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.synth import cluster
+from bench.synth import cluster, pod
 from triage import MemorySource, load_snapshot, triage
 from triage.cluster.memo import IdentityMemo
+from triage.cluster.usage import NodeUsage, UsageIndex
 from triage.layers.scheduling.placement import Evaluation, Placement
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -33,6 +37,7 @@ def _view(e: Evaluation) -> dict[str, Any]:
         "counts": (e.total, e.candidates),
         "usable": e.usable,
         "short": [h.name for h, _ in e.short],
+        "short_names": e.short_names(),
         "blocked": [(f.node, f.code) for f in e.blocked],
         "joining": [f.node for f in e.joining],
         "contradictions": [h.name for h in e.contradictions],
@@ -97,3 +102,72 @@ def test_fixtures_get_the_same_reports(name: str, monkeypatch: pytest.MonkeyPatc
     by_class = _reports(load_snapshot(path), pods)
     _one_by_one(monkeypatch)
     assert _reports(load_snapshot(path), pods) == by_class
+
+
+def test_a_kept_evaluation_follows_usage_changes_node_by_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A warm triage re-judges only the nodes whose usage changed since the last triage with
+    the same limits: pods bind and finish between evaluations (through the usage index, whose
+    log names the changed nodes, and as plain mappings compared node by node), some nodes are
+    judged one by one (their validator disagrees), and every list must stay what a fresh
+    judgement gives."""
+    objs, pending = cluster(nodes=300, pods=9000, seed=11)
+    calls: list[tuple[Placement, list[Any], list[Any]]] = []
+    evaluate = Placement.evaluate
+
+    def captured(self: Placement, nodes: Any, healths: Any, usage: Any, memo: Any = None) -> Any:
+        calls.append((self, nodes, healths))
+        return evaluate(self, nodes, healths, usage)
+
+    monkeypatch.setattr(Placement, "evaluate", captured)
+    _reports(MemorySource(objs), [tuple(p) for p in pending[:40]])  # type: ignore[misc]
+    monkeypatch.setattr(Placement, "evaluate", evaluate)
+    _, nodes, healths = calls[0]
+    rnd = random.Random(4)
+    healths = [replace(h) for h in healths]
+    for h in rnd.sample([h for h in healths if h.clean], 25):
+        h.contradiction = ["the validator says the driver is not ready"]
+    names = [h.name for h in healths]
+    index = UsageIndex()
+    running = [o for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeName")]
+    index.replace(running)
+    memo, compared, mixed = IdentityMemo(), 0, 0
+    for step in range(30):
+        for i in range(rnd.choice([0, 1, 5, 60])):
+            if rnd.random() < 0.4 and running:  # a pod finished
+                index.change(running.pop(rnd.randrange(len(running))), None)
+            else:  # a pod bound
+                bound = pod(f"p{step}-{i}", "t", node=rnd.choice(names), gpu=rnd.choice([1, 8]),
+                            phase="Running")  # fmt: skip
+                running.append(bound)
+                index.change(None, bound)
+        usage: Mapping[str, NodeUsage] = index.snapshot()
+        if step % 5 == 4:
+            usage = dict(usage)  # another source's usage: compared node by node
+        for placement, *_ in calls[: 3 + step % 4]:
+            kept = _view(placement.evaluate(nodes, healths, usage, memo=memo))
+            assert kept == _view(placement.evaluate(nodes, healths, usage))
+            compared += 1
+            mixed += bool(kept["short"]) and bool(kept["usable"])
+    assert compared >= 100 and mixed
+
+
+def test_the_usage_index_names_the_nodes_changed_between_snapshots() -> None:
+    index = UsageIndex()
+    index.replace([pod("a", "t", node="n1", gpu=1, phase="Running")])
+    first = index.snapshot()
+    index.change(None, pod("b", "t", node="n2", gpu=1, phase="Running"))
+    index.change(pod("a", "t", node="n1", gpu=1, phase="Running"), None)
+    second = index.snapshot()
+    assert second.changed_since(first.mark) == {"n1", "n2"}
+    assert first.changed_since(second.mark) == {"n1", "n2"}
+    assert second.changed_since(second.mark) == set()
+    assert second.changed_since(UsageIndex().snapshot().mark) is None  # another index
+    index.replace([])  # a relist: nothing before it compares
+    assert index.snapshot().changed_since(second.mark) is None
+    index.LOG = 2
+    kept = index.snapshot()
+    for i in range(6):
+        index.change(None, pod(f"c{i}", "t", node=f"m{i}", gpu=1, phase="Running"))
+    assert index.snapshot().changed_since(kept.mark) is None  # the log no longer reaches back

@@ -14,7 +14,7 @@ from kube.client import RawClient, load_client
 from kube.errors import ConfigError
 from kube.live import LiveSource
 from kube.slim import projection
-from kube.testing import FakeApiServer
+from kube.testing import FakeApiServer, write_kubeconfig
 from tests.kube.kube_objs import event, node, pod
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError, MemorySource, UnavailableError
@@ -391,3 +391,45 @@ def test_a_heartbeat_keeps_the_cached_node_and_a_real_change_replaces_it(
     api.apply(beat)
     wait_for(lambda: (cache.get("Node", "n1") or {}).get("spec", {}).get("unschedulable"))
     assert cache.get("Node", "n1") is not held
+
+
+def test_a_list_is_handed_out_again_until_something_in_it_changes(
+    api: FakeApiServer, cache: CachedSource
+) -> None:
+    """Readers get one list per kind and namespace while nothing in it changed (what lets a
+    warm triage skip comparing 5,000 nodes); a change anywhere in it gives a new list with
+    the change, and leaves the lists handed out before as they were."""
+    nodes, team0, team1 = (
+        cache.objects("Node"),
+        cache.objects("Pod", namespace="team-0"),
+        cache.objects("Pod", namespace="team-1"),
+    )
+    every_pod = cache.objects("Pod")
+    assert cache.objects("Node") is nodes and cache.objects("Pod") is every_pod
+    api.apply(pod("late", node="n1", gpu=1, ns="team-0"))
+    wait_for(lambda: cache.objects("Pod", namespace="team-0") is not team0)
+    assert "late" in {p["metadata"]["name"] for p in cache.objects("Pod", namespace="team-0")}
+    assert "late" not in {p["metadata"]["name"] for p in team0}
+    assert len(cache.objects("Pod")) == len(every_pod) + 1
+    assert cache.objects("Pod", namespace="team-1") is team1  # another namespace: untouched
+    assert cache.objects("Node") is nodes
+    api.delete("Node", "n3")
+    wait_for(lambda: cache.objects("Node") is not nodes)
+    assert "n3" in {n["metadata"]["name"] for n in nodes}
+    assert "n3" not in {n["metadata"]["name"] for n in cache.objects("Node")}
+
+
+def test_the_environment_proxy_is_kept_for_the_cluster_it_was_resolved_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy is looked up once, at load: later requests (which re-assign the host in the
+    client's token refresh) keep it, and a cluster NO_PROXY exempts stays direct."""
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.2")
+    kc = write_kubeconfig("http://127.0.0.1:6443", tmp_path / "kc", context="c")
+    api, _ = load_client(kubeconfig=str(kc))
+    assert api.configuration.proxy == "http://127.0.0.1:3128"
+    assert api.configuration.no_proxy == "127.0.0.2"
+    monkeypatch.delenv("HTTP_PROXY")
+    api.configuration.host = "http://127.0.0.1:6443"
+    assert api.configuration.proxy == "http://127.0.0.1:3128"

@@ -26,9 +26,24 @@ class IdentityMemo:
         self._tables: dict[str, dict[Any, Any]] = {}
 
     def get(self, key: Hashable, deps: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        return self._get(key, deps, compute, is_)
+
+    def get_lists(self, key: Hashable, lists: tuple[list[Any], ...], compute: Callable[[], T]) -> T:
+        """`get` with inputs given as lists of objects: each list is the same as the held one
+        when it is the very same list (a source hands out one list while its objects are
+        unchanged: no object is compared) or holds the same objects in the same order."""
+        return self._get(key, lists, compute, _same)
+
+    def _get(
+        self,
+        key: Hashable,
+        deps: tuple[Any, ...],
+        compute: Callable[[], T],
+        same: Callable[[Any, Any], bool],
+    ) -> T:
         with self._lock:
             hit = self._data.get(key)
-            if hit is not None and len(hit[0]) == len(deps) and all(map(is_, hit[0], deps)):
+            if hit is not None and len(hit[0]) == len(deps) and all(map(same, hit[0], deps)):
                 self._data.move_to_end(key)
                 return hit[1]  # type: ignore[no-any-return]
         value = compute()
@@ -52,3 +67,7 @@ class IdentityMemo:
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+def _same(held: list[Any], now: list[Any]) -> bool:
+    return held is now or (len(held) == len(now) and all(map(is_, held, now)))

@@ -180,6 +180,7 @@ class MemorySource:
         self._usage_now: dict[str, NodeUsage] | None = None
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
         self._indexes: dict[tuple[str, str], Index] = {}
+        self._lists: dict[tuple[str, str | None], list[Obj]] = {}  # as `Informer.items`
         self.memo = IdentityMemo()
 
     def put(self, obj: Obj) -> None:
@@ -195,6 +196,8 @@ class MemorySource:
             return
         old = self._by_kind[kind].pop((ns, name), None)
         self._by_ns[kind].get(ns, {}).pop(name, None)
+        self._lists.pop((kind, ns), None)
+        self._lists.pop((kind, None), None)
         if new is not None:
             self._by_kind[kind][(ns, name)] = new
             self._by_ns[kind].setdefault(ns, {})[name] = new
@@ -243,9 +246,16 @@ class MemorySource:
         return found
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
-        if namespace is None:
-            return list(self._by_kind.get(kind, {}).values())
-        return list(self._by_ns.get(kind, {}).get(namespace, {}).values())
+        """One list per kind and namespace while its objects are unchanged, as a watch cache
+        hands them out (`Informer.items`): a reader must not change it."""
+        found = self._lists.get((kind, namespace))
+        if found is None:
+            if namespace is None:
+                found = list(self._by_kind.get(kind, {}).values())
+            else:
+                found = list(self._by_ns.get(kind, {}).get(namespace, {}).values())
+            self._lists[(kind, namespace)] = found
+        return found
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         if self._events is None:

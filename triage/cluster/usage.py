@@ -5,7 +5,10 @@ Every triage needs "what is already allocated on each node"; recomputing it mean
 pods (150,000 at the Kubernetes scalability limit). The index keeps each pod's contribution
 and adjusts only the affected node on a change. Published `NodeUsage` values are replaced,
 never mutated, so `snapshot()` is a cheap shallow copy a reader may keep, and an unchanged
-node keeps its value (what a sweep compares by identity).
+node keeps its value (what a sweep compares by identity). Each change to a node's value is
+numbered (a generation) and logged, so a reader that kept an answer derived from one snapshot
+can ask which nodes changed before the next (`UsageSnapshot.changed_since`) instead of
+comparing every node.
 """
 
 from __future__ import annotations
@@ -47,13 +50,45 @@ def contribution(pod: Obj) -> Contribution | None:
     return str(node), pod_requests(pod)
 
 
+UsageMark = tuple["UsageIndex", int]  # an index and one of its generations
+
+
+class UsageSnapshot(dict[str, NodeUsage]):
+    """The usage of every node at one generation of a `UsageIndex`."""
+
+    __slots__ = ("_index", "generation")
+    _index: UsageIndex
+    generation: int
+
+    def __init__(self, usage: dict[str, NodeUsage], index: UsageIndex, generation: int) -> None:
+        super().__init__(usage)
+        self._index, self.generation = index, generation
+
+    @property
+    def mark(self) -> UsageMark:
+        """Where this snapshot was taken: its index and generation."""
+        return self._index, self.generation
+
+    def changed_since(self, mark: UsageMark | None) -> set[str] | None:
+        """The nodes whose usage differs between the snapshot `mark` names and this one;
+        None when that is not known (another index, a relist between them, or so many
+        changes that the log no longer reaches back)."""
+        if mark is None or mark[0] is not self._index:
+            return None
+        return self._index.changed_between(mark[1], self.generation)
+
+
 class UsageIndex:
     """`usage_of`, kept current pod change by pod change (thread-safe)."""
+
+    LOG = 20_000  # node changes remembered for `changed_between`
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_pod: dict[tuple[str, str], Contribution] = {}
         self._usage: dict[str, NodeUsage] = {}
+        self._generation = 0
+        self._log: list[tuple[int, str]] = []  # (generation, node), one per generation
 
     def replace(self, pods: Iterable[Obj]) -> None:
         """Rebuild from a full list (initial sync or relist)."""
@@ -71,6 +106,8 @@ class UsageIndex:
             u.pods.append(f"{k[0]}/{k[1]}")
         with self._lock:
             self._by_pod, self._usage = by_pod, usage
+            self._generation += 1  # nothing before this is comparable with what follows
+            self._log.clear()
 
     def change(self, old: Obj | None, new: Obj | None) -> None:
         gone = new if new is not None else old or {}
@@ -102,7 +139,23 @@ class UsageIndex:
             self._usage[node] = NodeUsage(requests=requests, pods=pods)
         else:
             self._usage.pop(node, None)
+        self._generation += 1
+        self._log.append((self._generation, node))
+        if len(self._log) > 2 * self.LOG:
+            del self._log[: self.LOG]
 
-    def snapshot(self) -> dict[str, NodeUsage]:
+    def snapshot(self) -> UsageSnapshot:
         with self._lock:
-            return dict(self._usage)
+            return UsageSnapshot(self._usage, self, self._generation)
+
+    def changed_between(self, one: int, other: int) -> set[str] | None:
+        """The nodes changed after generation `one` up to `other` (either order), if logged."""
+        lo, hi = min(one, other), max(one, other)
+        with self._lock:
+            log = self._log
+            if lo == hi:
+                return set()
+            if not log or lo + 1 < log[0][0] or hi > log[-1][0]:
+                return None
+            first = log[0][0]
+            return {node for _, node in log[lo + 1 - first : hi + 1 - first]}

@@ -53,18 +53,25 @@ class NodeHealths:
     def all(self, nodes: list[Obj], view: StackView) -> list[NodeHealth]:
         """The health of every node, in order.
 
-        When the node list has the same length as last time, comparing it with the last one
-        by identity (in C, no node is touched) finds the few nodes to reassess.
+        The same node list (a watch cache hands out one list while no node changed) under the
+        same view in the same minute gets the same health list back: nothing is looked at.
+        Otherwise, when the node list has the same length as last time, comparing it with the
+        last one by identity (in C, no node is touched) finds the few nodes to reassess. A
+        caller must not change the list it gets.
         """
         last = self._last.get("last")
         minute = self._minute
         if last is not None and last[2] is view and len(last[0]) == len(nodes):
-            healths: list[NodeHealth] = list(last[1])
+            if last[0] is nodes and last[3] == minute:
+                return last[1]  # type: ignore[no-any-return]
             changed = set(compress(count(), map(is_not, last[0], nodes)))
             if last[3] != minute:
-                changed.update(i for i, h in enumerate(healths) if h.clock)
-            for i in changed:
-                healths[i] = self.assess(nodes[i], view)
+                changed.update(i for i, h in enumerate(last[1]) if h.clock)
+            healths: list[NodeHealth] = last[1]
+            if changed:
+                healths = list(healths)
+                for i in changed:
+                    healths[i] = self.assess(nodes[i], view)
         else:
             # The memo check of `assess`, inlined for the common case.
             table, assess = self._table, self.assess

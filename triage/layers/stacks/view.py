@@ -11,6 +11,7 @@ judge each role by that plan: a node whose stack has no driver pod is never aske
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import chain
 
 from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
@@ -253,25 +254,24 @@ def load_view(
     memo = IdentityMemo() if memo is None else memo  # an empty memo is falsy (__len__)
     daemonsets = read("DaemonSet", None) or []
     policies = read("ClusterPolicy", None) or []
-    components: list[Component] = memo.get(
-        ("gpu-components",), tuple(daemonsets), lambda: _components(daemonsets)
+    components: list[Component] = memo.get_lists(
+        ("gpu-components",), (daemonsets,), lambda: _components(daemonsets)
     )
     if daemonsets:
         located = locate_operator(override=override, policies=policies, components=components)
-        pods = [
-            p for ns in component_namespaces(components, located) for p in read("Pod", ns) or []
-        ]
+        namespaces = component_namespaces(components, located)
+        pod_lists = [read("Pod", ns) or [] for ns in namespaces]
     else:
-        pods = read("Pod", None) or []
+        pod_lists = [read("Pod", None) or []]
         located = locate_operator(
-            override=override, policies=policies, components=components, pods=pods
+            override=override, policies=policies, components=components, pods=pod_lists[0]
         )
-    return memo.get(
+    return memo.get_lists(
         ("stack-view", override),
-        (*daemonsets, *policies, *pods),
+        (daemonsets, policies, *pod_lists),
         lambda: StackView(
             components=components,
-            pods=pods,
+            pods=list(chain.from_iterable(pod_lists)),
             policies=policies,
             operator=located,
             daemonsets_known=bool(daemonsets),
