@@ -34,6 +34,7 @@ _META = (
     "name", "namespace", "uid", "labels", "annotations", "ownerReferences",
     "creationTimestamp", "deletionTimestamp", "generation",
 )  # fmt: skip
+_POD_META = tuple(k for k in _META if k != "uid")  # see slim_pod
 _POD_SPEC = (
     "nodeName", "nodeSelector", "affinity", "tolerations", "overhead", "priority",
     "priorityClassName", "preemptionPolicy", "runtimeClassName", "schedulingGates",
@@ -90,8 +91,8 @@ def _head(obj: Obj) -> Obj:
     return {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion")}
 
 
-def slim_meta(obj: Obj, sharer: Sharer) -> Obj:
-    meta = _pick(obj.get("metadata"), _META)
+def slim_meta(obj: Obj, sharer: Sharer, keys: tuple[str, ...] = _META) -> Obj:
+    meta = _pick(obj.get("metadata"), keys)
     if "namespace" in meta:
         meta["namespace"] = sharer.text(meta["namespace"])
     for k in ("labels", "annotations"):
@@ -182,8 +183,12 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
             out_status[k] = sharer.value([_container_status(c, sharer) for c in status[k]])
     # Pods of one workload on one node have equal specs, and running pods of one shape equal
     # statuses: one copy of each for all of them.
+    # Judgment call: the engine reads a pod's uid only to match it against a ResourceClaim's
+    # reservations, so a pod without claims is kept without it: its metadata then has five
+    # keys and fits the smallest dict (165 bytes less per pod, 25 MB at 150,000 pods).
+    keys = _META if "resourceClaims" in spec else _POD_META
     return _head(obj) | {
-        "metadata": slim_meta(obj, sharer),
+        "metadata": slim_meta(obj, sharer, keys),
         "spec": sharer.value(out_spec),
         "status": sharer.value(out_status),
     }

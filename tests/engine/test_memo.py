@@ -118,3 +118,41 @@ def test_a_new_minute_reassesses_only_nodes_whose_verdict_depends_on_the_clock(
     assert late.failing_layer == Layer.DEVICE_PLUGIN
     evidence = " ".join(late.finding(Layer.DEVICE_PLUGIN).evidence)
     assert "40 minutes after the node became Ready" in evidence
+
+
+def test_an_index_kept_through_changes_equals_one_built_afresh() -> None:
+    """Owner and troubled-pod indexes kept current pod change by pod change (pods created,
+    replaced, rescheduled to another owner, deleted; owners with one pod and with many)
+    file every pod exactly where an index built from the final pods does, in order."""
+    import random
+
+    from triage.cluster.indexes import INDEXERS, POD_OWNER, POD_TROUBLED, Index
+
+    rnd = random.Random(9)
+
+    def made(name: str) -> dict[str, Any]:
+        owners = rnd.choice([[], ["a"], ["b"], [f"solo-{name}"], ["a", "b"]])
+        phase = rnd.choice(["Pending", "Running", "Succeeded"])
+        made = pod(name, node_name=None if phase == "Pending" else "n1", phase=phase)
+        made["metadata"]["ownerReferences"] = [{"kind": "Job", "name": o} for o in owners]
+        return made
+
+    for index_name in (POD_OWNER, POD_TROUBLED):
+        fn = INDEXERS[("Pod", index_name)]
+        held = {f"p{i}": made(f"p{i}") for i in range(30)}
+        kept = Index(fn, held.values())
+        for _ in range(400):
+            name = f"p{rnd.randrange(40)}"
+            old = held.pop(name, None)
+            new = None if rnd.random() < 0.3 else made(name)
+            if new is not None:
+                held[name] = new
+            kept.update(old, new)
+        fresh = Index(fn, held.values())
+        keys = {k for p in held.values() for k in fn(p)} | {("team-a", "Job", "a"), "*", "team-a"}
+        assert any(len(kept.get(k)) > 1 for k in keys)
+        for k in keys:
+            assert sorted(p["metadata"]["name"] for p in kept.get(k)) == sorted(
+                p["metadata"]["name"] for p in fresh.get(k)
+            )
+            assert all(any(p is q for q in held.values()) for p in kept.get(k))

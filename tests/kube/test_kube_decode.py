@@ -63,3 +63,22 @@ def test_a_page_of_unexpected_shape_is_decoded_whole() -> None:
 
 def test_kinds_kept_whole_have_no_typed_decoder() -> None:
     assert list_decoder("ResourceQuota") is None
+
+
+def test_a_pod_keeps_its_uid_in_the_cache_only_when_a_claim_may_name_it() -> None:
+    """A pod with claims keeps its uid (what a claim's reservations name it by); others do
+    without it, and the engine reads the same reservations from either."""
+    from triage.layers.scheduling.dra import reserved_for_others
+
+    base: Obj = {"kind": "Pod", "apiVersion": "v1",
+                 "metadata": {"name": "train-0", "namespace": "a", "uid": "u-2"},
+                 "spec": {"containers": [{"name": "c"}]}}  # fmt: skip
+    claims = base | {"spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "g"}]}}
+    claim: Obj = {"status": {"reservedFor": [
+        {"resource": "pods", "name": "train-0", "uid": "u-2"},
+        {"resource": "pods", "name": "train-1", "uid": "u-7"}]}}  # fmt: skip
+    slim = projection("Pod")
+    assert "uid" not in slim(base)["metadata"]
+    assert slim(claims)["metadata"]["uid"] == "u-2"
+    assert reserved_for_others(claim, slim(claims)) == reserved_for_others(claim, claims)
+    assert reserved_for_others(claim, claims) == ["train-1"]
