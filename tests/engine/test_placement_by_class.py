@@ -36,7 +36,7 @@ def _view(e: Evaluation) -> dict[str, Any]:
     return {
         "counts": (e.total, e.candidates),
         "usable": e.usable,
-        "short": [h.name for h, _ in e.short],
+        "short": [(h.name, u) for h, u in zip(e.short, e.short_usage, strict=True)],
         "short_names": e.short_names(),
         "blocked": [(f.node, f.code) for f in e.blocked],
         "joining": [f.node for f in e.joining],
@@ -160,6 +160,8 @@ def test_the_usage_index_names_the_nodes_changed_between_snapshots() -> None:
     index.change(None, pod("b", "t", node="n2", gpu=1, phase="Running"))
     index.change(pod("a", "t", node="n1", gpu=1, phase="Running"), None)
     second = index.snapshot()
+    assert index.snapshot() is second  # nothing changed: the same snapshot
+    assert set(first) == {"n1"} and set(second) == {"n2"}  # each as it was when taken
     assert second.changed_since(first.mark) == {"n1", "n2"}
     assert first.changed_since(second.mark) == {"n1", "n2"}
     assert second.changed_since(second.mark) == set()

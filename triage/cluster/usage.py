@@ -89,6 +89,7 @@ class UsageIndex:
         self._usage: dict[str, NodeUsage] = {}
         self._generation = 0
         self._log: list[tuple[int, str]] = []  # (generation, node), one per generation
+        self._last: UsageSnapshot | None = None
 
     def replace(self, pods: Iterable[Obj]) -> None:
         """Rebuild from a full list (initial sync or relist)."""
@@ -145,8 +146,13 @@ class UsageIndex:
             del self._log[: self.LOG]
 
     def snapshot(self) -> UsageSnapshot:
+        """The usage of every node now: one snapshot per generation, shared by its readers
+        (a reader must not change it)."""
         with self._lock:
-            return UsageSnapshot(self._usage, self, self._generation)
+            last = self._last
+            if last is None or last.generation != self._generation:
+                last = self._last = UsageSnapshot(self._usage, self, self._generation)
+            return last
 
     def changed_between(self, one: int, other: int) -> set[str] | None:
         """The nodes changed after generation `one` up to `other` (either order), if logged."""

@@ -184,6 +184,7 @@ class _Fit:
         "short",
         "short_names",
         "short_pos",
+        "short_usage",
         "usable",
         "usable_pos",
         "used",
@@ -197,7 +198,10 @@ class _Fit:
         layout: _Layout,
     ) -> None:
         self.mark, self.used, self.flags = mark, used, flags
-        self.short = list(zip(compress(layout.healths, flags), compress(used, flags), strict=True))
+        # Two lists, not one of pairs: at 20,000 nodes a list of pairs was 20,000 objects for
+        # the cyclic GC to track on every change of usage.
+        self.short = list(compress(layout.healths, flags))
+        self.short_usage = list(compress(used, flags))
         self.short_names = list(compress(layout.names, flags))
         self.usable = list(compress(layout.names, map(not_, flags)))
         self.short_pos = list(compress(layout.pos, flags))
@@ -231,7 +235,8 @@ class Evaluation:
         self.candidates = 0  # nodes the pod could use
         self.usable: list[str] = []  # ... and can use now
         self.blocked: list[NodeFit] = []  # ... blocked at some layer, except by free resources
-        self.short: list[tuple[NodeHealth, NodeUsage | None]] = []  # ... short of free resources
+        self.short: list[NodeHealth] = []  # ... short of free resources
+        self.short_usage: list[NodeUsage | None] = []  # ... and their usage, in that order
         self.joining: list[NodeFit] = []  # ... GPUs expected within minutes
         self.contradictions: list[NodeHealth] = []  # candidates whose validator disagrees
         # (category, is a GPU node) -> nodes the pod could never use, in order of first sight
@@ -246,13 +251,13 @@ class Evaluation:
     def short_names(self) -> list[str]:
         names = self.derived.get("short-names")
         if names is None:
-            names = self.derived["short-names"] = [h.name for h in map(itemgetter(0), self.short)]
+            names = self.derived["short-names"] = [h.name for h in self.short]
         return names  # type: ignore[return-value]
 
     def short_fits(self, count: int) -> list[NodeFit]:
         """The first `count` nodes short of free resources, as fits that can describe it."""
         out = []
-        for health, usage in self.short[:count]:
+        for health, usage in zip(self.short[:count], self.short_usage[:count], strict=True):
             fit = NodeFit(health.name)
             insufficient(fit, health, self.requests, usage)
             out.append(fit)
@@ -356,19 +361,21 @@ class Placement:
         )
         fit = self._fits(layout, [classes[k] for k, _, _ in parts], usage)
         out.candidates = len(layout.names)
-        out.short, out.usable = fit.short, fit.usable  # shared: never mutated
+        out.short, out.short_usage, out.usable = fit.short, fit.short_usage, fit.usable  # shared
         if not layout.slow:
             out.derived["short-names"] = fit.short_names
             return out
         # The other candidates, one by one, merged into the fast ones' lists by position.
         rest = Evaluation(self.requests)
-        short_at: list[tuple[int, tuple[NodeHealth, NodeUsage | None]]] = []
+        short_at: list[tuple[int, NodeHealth]] = []
+        short_usage_at: list[tuple[int, NodeUsage | None]] = []
         usable_at: list[tuple[int, str]] = []
         for i, k, node, health in layout.slow:
             n_short, n_usable = len(rest.short), len(rest.usable)
             self._candidate(rest, classes[parts[k][0]], node, health, usage.get(health.name))
             if len(rest.short) > n_short:
                 short_at.append((i, rest.short[-1]))
+                short_usage_at.append((i, rest.short_usage[-1]))
             elif len(rest.usable) > n_usable:
                 usable_at.append((i, rest.usable[-1]))
         out.candidates += rest.candidates
@@ -376,6 +383,7 @@ class Placement:
         out.contradictions = rest.contradictions
         if short_at:
             out.short = _inserted(out.short, fit.short_pos, short_at)
+            out.short_usage = _inserted(out.short_usage, fit.short_pos, short_usage_at)
         else:
             out.derived["short-names"] = fit.short_names
         if usable_at:
@@ -476,7 +484,8 @@ class Placement:
         filters = self.filters
         refusal = filters.before_fit(name) if filters is not None else None
         if refusal is None and klass.short(use):
-            out.short.append((health, use))
+            out.short.append(health)
+            out.short_usage.append(use)
             return
         if refusal is None and filters is not None:
             refusal = filters.after_fit(name)
