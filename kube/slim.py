@@ -66,15 +66,23 @@ class Sharer:
     def __init__(self) -> None:
         self._values: dict[bytes, Any] = {}
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
+        """The canonical instance of `value`. When `value` is new, `parts(value, self)`
+        first shares its parts in place: a value seen before (most pod statuses) skips that."""
         if not value:
             return value
         # A digest, not the canonical JSON itself: most values (a pod's spec with its node,
         # its owner) are seen once, and a key as large as the value would double their cost.
         key = hashlib.blake2b(_canon(value), digest_size=16).digest()
+        found = self._values.get(key)
+        if found is not None:
+            return found
+        if parts is not None:
+            parts(value, self)
         if len(self._values) >= _MAX_SHARED:
             self._values.clear()
-        return self._values.setdefault(key, value)
+        self._values[key] = value
+        return value
 
     @staticmethod
     def text(value: Any) -> Any:
@@ -107,13 +115,13 @@ def slim_meta(obj: Obj, sharer: Sharer, keys: tuple[str, ...] = _META) -> Obj:
     return meta
 
 
-def _condition(cond: Obj, sharer: Sharer) -> Obj:
+def _condition(cond: Obj) -> Obj:
     # Judgment call: a True condition's transition time is dropped. Every running pod has
     # four of them (~300 bytes each at 150,000 pods) and the engine reads when a pod became
     # unschedulable or unready, not since when it has been fine.
     if cond.get("status") == "True":
-        return sharer.value(_pick(cond, _CONDITION[:-1]))  # type: ignore[no-any-return]
-    return {k: sharer.text(v) for k, v in _pick(cond, _CONDITION).items()}
+        return _pick(cond, _CONDITION[:-1])
+    return _pick(cond, _CONDITION)
 
 
 # Of a container's state, what the engine reads: that it runs, why it waits, how it ended.
@@ -135,12 +143,32 @@ def _state(state: Obj | None) -> Obj | None:
     return out
 
 
-def _container_status(cs: Obj, sharer: Sharer) -> Obj:
+def _container_status(cs: Obj) -> Obj:
     out = _pick(cs, _CONTAINER_STATUS)
     for k in ("state", "lastState"):
         if k in out:
             out[k] = _state(out[k])
-    return sharer.value(out)  # type: ignore[no-any-return]
+    return out
+
+
+def _status_parts(status: Obj, sharer: Sharer) -> None:
+    """Shares the parts of a new pod status in place: True conditions and container statuses
+    (equal across the pods of a workload), the lists of them, and short strings."""
+    for k in ("phase", "qosClass", "reason"):
+        if k in status:
+            status[k] = sharer.text(status[k])
+    if status.get("conditions"):
+        status["conditions"] = sharer.value(
+            [
+                sharer.value(c)
+                if c.get("status") == "True"
+                else {k: sharer.text(v) for k, v in c.items()}
+                for c in status["conditions"]
+            ]
+        )
+    for k in ("containerStatuses", "initContainerStatuses"):
+        if k in status:
+            status[k] = sharer.value([sharer.value(c) for c in status[k]])
 
 
 def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
@@ -170,17 +198,11 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
             for v in claims
         ]
     out_status = _pick(status, _POD_STATUS)
-    for k in ("phase", "qosClass", "reason"):
-        if k in out_status:
-            out_status[k] = sharer.text(out_status[k])
     if status.get("conditions"):
-        # One list for the equal lists of many pods (their elements are shared already).
-        out_status["conditions"] = sharer.value(
-            [_condition(c, sharer) for c in status["conditions"]]
-        )
+        out_status["conditions"] = [_condition(c) for c in status["conditions"]]
     for k in ("containerStatuses", "initContainerStatuses"):
         if status.get(k):
-            out_status[k] = sharer.value([_container_status(c, sharer) for c in status[k]])
+            out_status[k] = [_container_status(c) for c in status[k]]
     # Pods of one workload on one node have equal specs, and running pods of one shape equal
     # statuses: one copy of each for all of them.
     # Judgment call: the engine reads a pod's uid only to match it against a ResourceClaim's
@@ -190,7 +212,7 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
     return _head(obj) | {
         "metadata": slim_meta(obj, sharer, keys),
         "spec": sharer.value(out_spec),
-        "status": sharer.value(out_status),
+        "status": sharer.value(out_status, _status_parts),
     }
 
 
