@@ -156,3 +156,14 @@ def test_an_index_kept_through_changes_equals_one_built_afresh() -> None:
                 p["metadata"]["name"] for p in fresh.get(k)
             )
             assert all(any(p is q for q in held.values()) for p in kept.get(k))
+
+
+def test_recent_values_keep_the_last_used_and_drop_the_oldest() -> None:
+    from triage.cluster.memo import Recent
+
+    kept: Recent[str, int] = Recent(2)
+    kept.put("a", 1)
+    kept.put("b", 2)
+    assert kept.get("a") == 1  # used: now the newest
+    kept.put("c", 3)
+    assert (kept.get("a"), kept.get("b"), kept.get("c"), len(kept)) == (1, None, 3, 2)

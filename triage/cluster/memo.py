@@ -11,9 +11,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from operator import is_
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 class IdentityMemo:
@@ -71,3 +72,30 @@ class IdentityMemo:
 
 def _same(held: list[Any], now: list[Any]) -> bool:
     return held is now or (len(held) == len(now) and all(map(is_, held, now)))
+
+
+class Recent(Generic[K, T]):
+    """The `maxsize` values last used, by key (thread-safe): for values large enough that
+    keeping every one ever made would cost more than making one again."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._data: OrderedDict[K, T] = OrderedDict()
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+
+    def get(self, key: K) -> T | None:
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+            return found
+
+    def put(self, key: K, value: T) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._maxsize:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)

@@ -10,13 +10,13 @@ Two questions per node, kept apart on purpose (the root-cause rule needs both):
 from __future__ import annotations
 
 from bisect import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from copy import copy
 from itertools import chain, compress
 from operator import is_not, itemgetter, not_
 from typing import TypeVar
 
-from triage.cluster.memo import IdentityMemo
+from triage.cluster.memo import IdentityMemo, Recent
 from triage.cluster.objects import Obj
 from triage.cluster.quantities import GPU
 from triage.cluster.selectors import required_affinity_terms
@@ -92,18 +92,14 @@ class NodeGroups:
 
     def __init__(self, groups: list[NodeGroup]) -> None:
         self.groups = groups
-        self.kept: dict[object, object] = {}
+        self.kept: Recent[Hashable, object] = Recent(64)
 
-    def remember(self, key: object, make: Callable[[], T]) -> T:
+    def remember(self, key: Hashable, make: Callable[[], T]) -> T:
         found = self.kept.get(key)
         if found is None:
-            if len(self.kept) > _KEPT_PER_GROUPS:  # many pod shapes: start over
-                self.kept.clear()
-            found = self.kept[key] = make()
+            found = make()
+            self.kept.put(key, found)
         return found  # type: ignore[return-value]
-
-
-_KEPT_PER_GROUPS = 256
 
 
 class _Layout:
@@ -131,7 +127,9 @@ class _Layout:
         self.healths = [h for _, _, h in fast]
         self.names = [h.name for h in self.healths]
         self.slow = slow
-        self.fits: dict[object, _Fit] = {}
+        # Each is several lists as long as the candidates (about 1 MB at 20,000 nodes): kept
+        # for the pod shapes triaged last.
+        self.fits: Recent[Hashable, _Fit] = Recent(16)
         self._at: dict[str, int] | None = None
 
     def positions(self) -> dict[str, int]:
@@ -448,9 +446,7 @@ class Placement:
             for i in changed:
                 flags[i] = short[klass[i]](used[i])
             fit = _Fit(mark, used, flags, layout)
-        if len(layout.fits) > _KEPT_PER_GROUPS:
-            layout.fits.clear()
-        layout.fits[key] = fit
+        layout.fits.put(key, fit)
         return fit
 
     def _candidate(
