@@ -254,7 +254,9 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
         default=args.context,
         watch=watch,
         # a triage on a cluster whose cache is not synced yet waits this long, then says so
-        factory=lambda client: CachedSource(client, sync_timeout=SYNC_WAIT),
+        factory=lambda client: CachedSource(
+            client, sync_timeout=SYNC_WAIT, watch_list=getattr(settings, "watch_list", True)
+        ),
     )
     default = registry.source(None)  # config errors surface now, as a startup error
     aliases = {settings.cluster_name} if settings.cluster_name else set()

@@ -88,7 +88,7 @@ class SweepCollector(Collector):
 
 class Metrics:
     """triages_total{layer}, triage_duration_seconds, open_incidents{layer}, incident_store_up,
-    and the cluster_cache_* / cluster_api_requests_total families of `CacheCollector`."""
+    and the cluster_cache_* / cluster_api_requests_total / cluster_api_watches_total families of `CacheCollector`."""
 
     def __init__(
         self,
@@ -211,6 +211,11 @@ class CacheCollector(Collector):
         requests = CounterMetricFamily(
             "cluster_api_requests", "Requests sent to the API server", labels=["cluster"]
         )
+        watches = CounterMetricFamily(
+            "cluster_api_watches",
+            "Watch streams opened (syncs by the watch-list protocol included)",
+            labels=["cluster"],
+        )
         for cluster, cache in sorted(self._caches().items()):
             for kind in cache.health():
                 ids = [cluster, kind.kind]
@@ -220,4 +225,5 @@ class CacheCollector(Collector):
                 down.add_metric(ids, kind.down_seconds)
                 relists.add_metric(ids, kind.relists)
             requests.add_metric([cluster], cache.client.requests)
-        yield from (objects, state, down, relists, requests)
+            watches.add_metric([cluster], cache.client.watches)
+        yield from (objects, state, down, relists, requests, watches)

@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     workers: int = Field(default=4, ge=1, le=64, validation_alias="GPU_TRIAGE_WORKERS")
     # Threads that answer HTTP and run bolt's listeners up to their ack (never a triage).
     http_threads: int = Field(default=16, ge=2, le=256, validation_alias="GPU_TRIAGE_HTTP_THREADS")
+    # Sync caches by the watch-list protocol (Kubernetes 1.32+; a server that refuses it is
+    # listed instead). Off: always list page by page (an API proxy that mishandles streams).
+    watch_list: bool = Field(default=True, validation_alias="GPU_TRIAGE_WATCH_LIST")
     max_pending: int = Field(default=32, ge=1, le=10_000, validation_alias="GPU_TRIAGE_MAX_PENDING")
     # Replicas: this one's name (default: hostname-pid-random), how long a command stays with
     # the replica that took it without a renewal (then another replica answers it), and how

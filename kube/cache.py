@@ -60,6 +60,7 @@ class CachedSource:
         stale_after: float = STALE_AFTER,
         max_backoff: float = 30.0,
         freeze_gc: bool = True,
+        watch_list: bool = True,
     ) -> None:
         self.client = client
         self.usage = UsageIndex()
@@ -72,6 +73,7 @@ class CachedSource:
                 watch_timeout=watch_timeout,
                 max_backoff=max_backoff,
                 freeze_gc=freeze_gc,
+                watch_list=watch_list,
                 on_change=self.usage.change if kind == "Pod" else None,
                 on_replace=self.usage.replace if kind == "Pod" else None,
             )
@@ -229,11 +231,15 @@ class CachedSource:
         return inf.resource_version if inf is not None else ""
 
     def stats(self) -> dict[str, int]:
-        """Objects cached per kind, API requests sent and relists after 410 Gone so far (for
-        metrics and the bench)."""
+        """Objects cached per kind, API requests and watches sent, relists after 410 Gone so
+        far, and how many kinds last synced by the watch-list protocol (for the bench)."""
         out = {kind: len(inf) for kind, inf in self._informers.items()}
         out["api_requests"] = self.client.requests
+        out["api_watches"] = self.client.watches
         out["relists"] = sum(inf.relists for inf in self._informers.values())
+        out["synced_by_watch_list"] = sum(
+            inf.protocol == "watch-list" for inf in self._informers.values()
+        )
         return out
 
 

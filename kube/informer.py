@@ -11,6 +11,7 @@ stored objects are replaced, never mutated, so a reader may keep what it got.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,11 +19,13 @@ from typing import Literal
 
 from kube.client import GoneError, RawClient
 from kube.fastjson import gc_paused, loads
-from kube.live import list_objects
-from kube.slim import list_decoder, projection
+from kube.live import WatchListRefused, list_objects, stream_objects
+from kube.slim import event_decoder, list_decoder, projection
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError, key
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 # Called with (old, new) under no lock of ours except the informer's own ordering guarantee:
@@ -49,8 +52,13 @@ class Informer:
         watch_timeout: float = 60.0,
         max_backoff: float = 30.0,
         freeze_gc: bool = True,
+        watch_list: bool = True,
     ) -> None:
         self.client, self.rt = client, rt
+        # Sync by the watch-list protocol (kube.live.stream_objects) until the server refuses
+        # it once; then by paginated lists. `protocol` says which the last sync used.
+        self.watch_list = watch_list
+        self.protocol = ""
         self.freeze_gc = freeze_gc  # freeze the store and indexes once built (kube.fastjson)
         self._project = projection(rt.kind)
         self._on_change, self._on_replace = on_change, on_replace
@@ -202,9 +210,7 @@ class Informer:
             self._replace()
 
     def _replace(self) -> None:
-        items, rv = list_objects(
-            self.client, self.rt, transform=self._project, decode=list_decoder(self.rt.kind)
-        )
+        items, rv = self._initial()
         items_by_key = {key(o): o for o in items}
         by_ns: dict[str, dict[str, Obj]] = {}
         for (ns, name), obj in items_by_key.items():
@@ -224,6 +230,28 @@ class Informer:
         self._listed = True
         self._healthy()
         self.synced.set()
+
+    def _initial(self) -> tuple[list[Obj], str]:
+        """Every object and the resourceVersion to watch from: streamed while the server
+        serves the watch-list protocol, else listed page by page."""
+        if self.watch_list:
+            try:
+                items, rv = stream_objects(
+                    self.client,
+                    self.rt,
+                    transform=self._project,
+                    decode=event_decoder(self.rt.kind),
+                )
+            except WatchListRefused as e:
+                log.info("%s: watch-list refused, listing instead: %s", self.rt.plural, e)
+                self.watch_list = False
+            else:
+                self.protocol = "watch-list"
+                return items, rv
+        self.protocol = "list"
+        return list_objects(
+            self.client, self.rt, transform=self._project, decode=list_decoder(self.rt.kind)
+        )
 
     def _watch(self) -> None:
         query = [

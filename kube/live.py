@@ -12,9 +12,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kube.client import RawClient, context_namespace, load_client
-from kube.fastjson import gc_paused
+from kube.fastjson import gc_paused, loads
 from triage.cluster.objects import Obj
-from triage.cluster.source import ALL_KINDS, KINDS, ResourceType, UnavailableError
+from triage.cluster.source import (
+    ALL_KINDS,
+    KINDS,
+    ForbiddenError,
+    ResourceType,
+    UnavailableError,
+)
 from triage.cluster.usage import NodeUsage, usage_of
 
 PAGE_SIZE = 500
@@ -83,6 +89,75 @@ def list_objects(
             token = str(meta.get("continue") or "")
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation ending a watch-list stream
+WATCH_LIST_TIMEOUT = 900  # seconds the initial events of the largest cluster may take
+
+
+class WatchListRefused(UnavailableError):
+    """The server did not serve the watch-list protocol: list instead."""
+
+
+def stream_objects(
+    client: RawClient,
+    rt: ResourceType,
+    *,
+    transform: Callable[[Obj], Obj] | None = None,
+    decode: Callable[[bytes], Any] | None = None,
+) -> tuple[list[Obj], str]:
+    """`list_objects` by the watch-list protocol (KEP-3157, on by default from Kubernetes
+    1.32): one watch with `sendInitialEvents` streams every object as an ADDED event, then a
+    bookmark annotated `k8s.io/initial-events-end` carries the resourceVersion to watch from.
+    The API server answers it from its watch cache, with no list pages to assemble.
+
+    Raises WatchListRefused when the server refuses the request (the feature is off, or the
+    server predates it: 400 or 422) or ends the stream before that bookmark (a server that
+    ignores the parameters streams objects but never says the state is complete).
+    """
+    query = [
+        ("watch", "1"),
+        ("sendInitialEvents", "true"),
+        ("resourceVersionMatch", "NotOlderThan"),
+        ("allowWatchBookmarks", "true"),
+        ("timeoutSeconds", str(WATCH_LIST_TIMEOUT)),
+    ]
+    parse = decode or loads
+    items: list[Obj] = []
+    with gc_paused():  # the whole list: see kube.fastjson
+        try:
+            stream = client.watch_lines(rt, query=query, read_timeout=WATCH_LIST_TIMEOUT + 15)
+            with stream as (lines, shutdown):
+                for line in lines:
+                    event = parse(line)
+                    etype, obj = event.get("type"), event.get("object") or {}
+                    if etype == "ADDED":
+                        obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
+                        items.append(transform(obj) if transform else obj)
+                        continue
+                    if decode is not None:  # a typed decoder keeps only what slim objects hold
+                        event = loads(line)
+                        etype, obj = event.get("type"), event.get("object") or {}
+                    meta = obj.get("metadata") or {}
+                    if (
+                        etype == "BOOKMARK"
+                        and (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true"
+                    ):
+                        shutdown()  # the informer watches on from the bookmark
+                        return items, str(meta.get("resourceVersion") or "")
+                    if etype == "ERROR":
+                        raise WatchListRefused(f"{rt.plural}: {obj.get('message')}")
+        except WatchListRefused:
+            raise
+        except (ForbiddenError, UnavailableError) as e:
+            # Refused: the feature is off or unknown (400, 422), the kind is not served (404,
+            # the list says so), or watching is not allowed where listing may be. A server
+            # that cannot be reached is not a refusal: the caller retries as it would a list.
+            status = getattr(e.__cause__, "status", None)
+            if isinstance(e, ForbiddenError) or status in (400, 404, 422):
+                raise WatchListRefused(str(e)) from e
+            raise
+    raise WatchListRefused(f"{rt.plural}: the stream ended before its initial-events-end bookmark")
 
 
 def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> list[Obj]:

@@ -360,6 +360,21 @@ class _NodeList(TypedDict, total=False):
     items: list[_Node] | None
 
 
+class _PodEvent(TypedDict, total=False):
+    type: Any
+    object: _Pod | None
+
+
+class _NodeEvent(TypedDict, total=False):
+    type: Any
+    object: _Node | None
+
+
+_EVENT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    "Pod": msgspec.json.Decoder(_PodEvent),
+    "Node": msgspec.json.Decoder(_NodeEvent),
+}
+
 _LIST_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "Pod": msgspec.json.Decoder(_PodList),
     "Node": msgspec.json.Decoder(_NodeList),
@@ -373,6 +388,22 @@ def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
     typed = _LIST_DECODERS.get(kind)
     if typed is None:
         return None
+
+    def decode(data: bytes) -> Any:
+        try:
+            return typed.decode(data)
+        except msgspec.ValidationError:
+            return _loads(data)
+
+    return decode
+
+
+def event_decoder(kind: str) -> Callable[[bytes], Any]:
+    """A decoder of one watch event line of `kind`, as `list_decoder` decodes list pages (any
+    kind: events of kinds kept whole, or of unexpected shape, are decoded whole)."""
+    typed = _EVENT_DECODERS.get(kind)
+    if typed is None:
+        return _loads
 
     def decode(data: bytes) -> Any:
         try:

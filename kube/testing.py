@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import json
 import threading
 import time
@@ -104,6 +105,10 @@ class FakeApiServer:
         self.unauthorized = False
         self.fail_statuses: list[int] = []  # next requests answer these statuses
         self.latency = 0.0  # seconds every get and list takes (a slow API server); not watches
+        # Serves the watch-list protocol (sendInitialEvents), as Kubernetes 1.32+ does; False:
+        # refuses it with 422, as a server with the WatchList feature off does; None: ignores
+        # the parameters (a plain watch: every object, but no bookmark ends them).
+        self.watch_list: bool | None = True
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.rv = 1
         self.min_rv = 0  # watches from before this get 410 Gone
@@ -273,9 +278,21 @@ class FakeApiServer:
             handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             handler.wfile.flush()
 
+        initial = q.get("sendInitialEvents") == "true" and self.watch_list is True
         with self._cond:
             drops, since = self._drops, int(q.get("resourceVersion") or 0)
-            if since < self.min_rv:
+            if initial:  # every object, then the bookmark that says the state is complete
+                end = {"metadata": {"resourceVersion": str(self.rv),
+                                    "annotations": {"k8s.io/initial-events-end": "true"}}}  # fmt: skip
+                since, pending = (
+                    self.rv,
+                    [
+                        b'{"type": "ADDED", "object": ' + raw + b"}\n"
+                        for _, raw in res.items.values()
+                    ]
+                    + [json.dumps({"type": "BOOKMARK", "object": end}).encode() + b"\n"],
+                )
+            elif since < self.min_rv:
                 gone = _status(410, "Expired", f"too old resource version: {since}")
                 pending = [
                     json.dumps({"type": "ERROR", "object": json.loads(gone)}).encode() + b"\n"
@@ -310,7 +327,8 @@ class FakeApiServer:
                         if drops != self._drops or self._stopping:
                             handler.close_connection = True
                             handler.wfile.flush()
-                            handler.connection.shutdown(2)  # abrupt: no final chunk
+                            with contextlib.suppress(OSError):  # the client may be gone
+                                handler.connection.shutdown(2)  # abrupt: no final chunk
                             return
                         break
             send(b"")
@@ -358,6 +376,12 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             error = server._error_for(rt, ns)
             if error:
                 return self._reply(*error)
+            if "sendInitialEvents" in q and (
+                server.watch_list is False or q.get("resourceVersionMatch") != "NotOlderThan"
+            ):
+                why = "sendInitialEvents is forbidden" if not server.watch_list else (
+                    "resourceVersionMatch must be NotOlderThan with sendInitialEvents")  # fmt: skip
+                return self._reply(422, _status(422, "Invalid", why))
             if q.get("watch") in ("1", "true"):
                 return server._watch(self, rt, q)
             if server.latency:

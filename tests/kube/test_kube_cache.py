@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import kube.live
 from kube.cache import CachedSource, ClusterRegistry
 from kube.client import RawClient, load_client
 from kube.errors import ConfigError
@@ -263,7 +264,9 @@ def test_metrics_show_each_watch_and_what_it_holds(api: FakeApiServer, cache: Ca
     assert m[("cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 0
     assert m[("cluster_cache_watch_down_seconds", kind_labels("Pod"))] == 0
     assert m[("cluster_cache_relists_total", kind_labels("Pod"))] == 0
-    assert m[("cluster_api_requests_total", (("cluster", "fake"),))] >= len(cache.health())
+    # Every kind synced by the watch-list protocol, then watched: no list page was needed.
+    assert m[("cluster_api_watches_total", (("cluster", "fake"),))] >= 2 * len(cache.health())
+    assert m[("cluster_api_requests_total", (("cluster", "fake"),))] == 0
 
     api.stop()
     wait_for(lambda: any(k.kind == "Pod" and k.state == "failing" for k in cache.health()))
@@ -433,3 +436,61 @@ def test_the_environment_proxy_is_kept_for_the_cluster_it_was_resolved_for(
     monkeypatch.delenv("HTTP_PROXY")
     api.configuration.host = "http://127.0.0.1:6443"
     assert api.configuration.proxy == "http://127.0.0.1:3128"
+
+
+def test_a_server_without_the_watch_list_protocol_is_listed_page_by_page(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    """An API server with the WatchList feature off (or older than 1.27) refuses
+    sendInitialEvents with 422: the cache lists instead, asks no more, and converges."""
+    api.watch_list = False
+    seed(api)
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(
+        RawClient(client_api, cluster_name=name), watch_timeout=5, max_backoff=0.2, stale_after=0
+    )
+    try:
+        assert src.start().wait_synced(10)
+        assert same_as_fresh_list(src, kubeconfig)
+        assert src.stats()["synced_by_watch_list"] == 0 and src.stats()["api_requests"] > 0
+        api.apply(pod("missed", node="n0", gpu=8), record=False)
+        api.compact()
+        api.drop_watches()  # the informer relists: by list, without asking for a stream again
+        wait_for(lambda: src._informers["Pod"].relists >= 1)
+        wait_for(lambda: same_as_fresh_list(src, kubeconfig))
+        streams = [q for p, q in api.requests if p == "/api/v1/pods" and "sendInitialEvents" in q]
+        assert len(streams) == 1
+    finally:
+        src.close()
+
+
+def test_the_watch_list_stream_syncs_every_kind_and_a_relist_streams_again(
+    api: FakeApiServer, cache: CachedSource, kubeconfig: str
+) -> None:
+    assert cache.stats()["synced_by_watch_list"] == len(cache.health())
+    assert not [p for p, q in api.requests if "watch" not in q]  # not one list page
+    api.apply(pod("missed", node="n0", gpu=8), record=False)
+    api.compact()
+    api.drop_watches()
+    wait_for(lambda: cache._informers["Pod"].relists >= 1)
+    wait_for(lambda: same_as_fresh_list(cache, kubeconfig))
+    streams = [q for p, q in api.requests if p == "/api/v1/pods" and "sendInitialEvents" in q]
+    assert len(streams) >= 2
+
+
+def test_a_stream_without_its_closing_bookmark_falls_back_to_a_list(
+    api: FakeApiServer, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that takes the parameters but never says the initial state is complete
+    (a plain watch) is listed once its stream times out; nothing is applied twice."""
+    monkeypatch.setattr(kube.live, "WATCH_LIST_TIMEOUT", 1)
+    api.watch_list = None
+    seed(api)
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(RawClient(client_api, cluster_name=name), kinds=("Pod", "Node"))
+    try:
+        assert src.start().wait_synced(10)
+        assert src.stats()["synced_by_watch_list"] == 0
+        assert len(src.objects("Pod")) == 30 and same_as_fresh_list(src, kubeconfig)
+    finally:
+        src.close()
