@@ -216,6 +216,12 @@ def test_helm_lint_passes_and_the_rendered_pod_is_hardened_and_probed() -> None:
     env = {e["name"]: e.get("value") for e in bot["env"]}
     assert (env["GPU_TRIAGE_HTTP_THREADS"], env["GPU_TRIAGE_WORKERS"]) == ("16", "4")
     assert env["GPU_TRIAGE_MAX_PENDING"] == "32"
+    assert env["GPU_TRIAGE_WATCH_LIST"] == "1"
+    off = subprocess.run(
+        ["helm", "template", "t", str(CHART), "--set", "serving.watchList=false"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert "name: GPU_TRIAGE_WATCH_LIST\n              value: \"0\"" in off
     writes = {"create", "update", "patch", "delete", "deletecollection", "escalate", "bind"}
     for role in (d for d in docs if d["kind"] in ("ClusterRole", "Role")):
         for rule in role["rules"]:
