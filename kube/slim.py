@@ -386,25 +386,17 @@ def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
     kind is kept whole, decode it as it is). A page that does not fit the shapes (a field of
     an unexpected type) is decoded whole instead: the projection copes with both."""
     typed = _LIST_DECODERS.get(kind)
-    if typed is None:
-        return None
-
-    def decode(data: bytes) -> Any:
-        try:
-            return typed.decode(data)
-        except msgspec.ValidationError:
-            return _loads(data)
-
-    return decode
+    return None if typed is None else _or_whole(typed)
 
 
 def event_decoder(kind: str) -> Callable[[bytes], Any]:
     """A decoder of one watch event line of `kind`, as `list_decoder` decodes list pages (any
     kind: events of kinds kept whole, or of unexpected shape, are decoded whole)."""
     typed = _EVENT_DECODERS.get(kind)
-    if typed is None:
-        return _loads
+    return _loads if typed is None else _or_whole(typed)
 
+
+def _or_whole(typed: msgspec.json.Decoder[Any]) -> Callable[[bytes], Any]:
     def decode(data: bytes) -> Any:
         try:
             return typed.decode(data)

@@ -82,3 +82,19 @@ def test_a_pod_keeps_its_uid_in_the_cache_only_when_a_claim_may_name_it() -> Non
     assert slim(claims)["metadata"]["uid"] == "u-2"
     assert reserved_for_others(claim, slim(claims)) == reserved_for_others(claim, claims)
     assert reserved_for_others(claim, claims) == ["train-1"]
+
+
+def test_watch_events_decode_as_list_pages_do() -> None:
+    """The watch-list stream's events keep what a list page keeps, and an event of an
+    unexpected shape is decoded whole."""
+    from kube.slim import event_decoder
+
+    for kind in ("Pod", "Node"):
+        decode = event_decoder(kind)
+        for obj in _objects(kind)[:40]:
+            line = orjson.dumps({"type": "ADDED", "object": obj}, default=str)
+            slim_event, slim_whole = projection(kind), projection(kind)
+            assert slim_event(decode(line)["object"]) == slim_whole(orjson.loads(line)["object"])
+    odd = orjson.dumps({"type": "ADDED", "object": {"spec": {"containers": "not a list"}}})
+    assert event_decoder("Pod")(odd)["object"]["spec"]["containers"] == "not a list"
+    assert event_decoder("ResourceQuota")(b'{"type": "BOOKMARK"}') == {"type": "BOOKMARK"}

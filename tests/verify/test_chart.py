@@ -221,7 +221,7 @@ def test_helm_lint_passes_and_the_rendered_pod_is_hardened_and_probed() -> None:
         ["helm", "template", "t", str(CHART), "--set", "serving.watchList=false"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
-    assert "name: GPU_TRIAGE_WATCH_LIST\n              value: \"0\"" in off
+    assert 'name: GPU_TRIAGE_WATCH_LIST\n              value: "0"' in off
     writes = {"create", "update", "patch", "delete", "deletecollection", "escalate", "bind"}
     for role in (d for d in docs if d["kind"] in ("ClusterRole", "Role")):
         for rule in role["rules"]:
