@@ -93,6 +93,10 @@ def list_objects(
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation ending a watch-list stream
 WATCH_LIST_TIMEOUT = 900  # seconds the initial events of the largest cluster may take
+# Seconds without a byte before the initial-events-end bookmark: a server streams the initial
+# events without pause, so silence means it ignored the parameters (a plain watch, waiting for
+# changes) and will never send the bookmark.
+WATCH_LIST_IDLE = 60
 
 
 class WatchListRefused(UnavailableError):
@@ -112,8 +116,9 @@ def stream_objects(
     The API server answers it from its watch cache, with no list pages to assemble.
 
     Raises WatchListRefused when the server refuses the request (the feature is off, or the
-    server predates it: 400 or 422) or ends the stream before that bookmark (a server that
-    ignores the parameters streams objects but never says the state is complete).
+    server predates it: 400 or 422), or ends the stream or falls silent for WATCH_LIST_IDLE
+    seconds before that bookmark (a server that ignores the parameters streams every object
+    but never says the state is complete).
     """
     query = [
         ("watch", "1"),
@@ -124,10 +129,12 @@ def stream_objects(
     ]
     parse = decode or loads
     items: list[Obj] = []
+    opened = False
     with gc_paused():  # the whole list: see kube.fastjson
         try:
-            stream = client.watch_lines(rt, query=query, read_timeout=WATCH_LIST_TIMEOUT + 15)
+            stream = client.watch_lines(rt, query=query, read_timeout=WATCH_LIST_IDLE)
             with stream as (lines, shutdown):
+                opened = True
                 for line in lines:
                     event = parse(line)
                     etype, obj = event.get("type"), event.get("object") or {}
@@ -156,6 +163,10 @@ def stream_objects(
             status = getattr(e.__cause__, "status", None)
             if isinstance(e, ForbiddenError) or status in (400, 404, 422):
                 raise WatchListRefused(str(e)) from e
+            if opened:  # accepted, then silence or a cut: no bookmark is coming
+                raise WatchListRefused(
+                    f"{rt.plural}: no initial-events-end bookmark after {len(items)} objects"
+                ) from e
             raise
     raise WatchListRefused(f"{rt.plural}: the stream ended before its initial-events-end bookmark")
 

@@ -478,19 +478,26 @@ def test_the_watch_list_stream_syncs_every_kind_and_a_relist_streams_again(
     assert len(streams) >= 2
 
 
+@pytest.mark.parametrize("ends", ["stream closes", "stream falls silent"])
 def test_a_stream_without_its_closing_bookmark_falls_back_to_a_list(
-    api: FakeApiServer, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+    api: FakeApiServer, kubeconfig: str, monkeypatch: pytest.MonkeyPatch, ends: str
 ) -> None:
     """A server that takes the parameters but never says the initial state is complete
-    (a plain watch) is listed once its stream times out; nothing is applied twice."""
-    monkeypatch.setattr(kube.live, "WATCH_LIST_TIMEOUT", 1)
+    (a plain watch: every object, then it waits for changes) is listed once its stream ends
+    or falls silent; nothing is applied twice."""
+    if ends == "stream closes":
+        monkeypatch.setattr(kube.live, "WATCH_LIST_TIMEOUT", 1)
+    else:
+        monkeypatch.setattr(kube.live, "WATCH_LIST_IDLE", 1)
     api.watch_list = None
     seed(api)
     client_api, name = load_client(kubeconfig=kubeconfig)
-    src = CachedSource(RawClient(client_api, cluster_name=name), kinds=("Pod", "Node"))
+    kinds = ("Pod", "Node", "ResourceQuota")  # no quota: a stream with no object at all
+    src = CachedSource(RawClient(client_api, cluster_name=name), kinds=kinds)
     try:
         assert src.start().wait_synced(10)
         assert src.stats()["synced_by_watch_list"] == 0
+        assert src.objects("ResourceQuota") == []
         assert len(src.objects("Pod")) == 30 and same_as_fresh_list(src, kubeconfig)
     finally:
         src.close()
