@@ -21,9 +21,9 @@ class IdentityMemo:
     """A bounded LRU of values keyed by a name and validated by the identity of their inputs."""
 
     def __init__(self, *, maxsize: int = 50_000) -> None:
-        self._data: OrderedDict[Hashable, tuple[tuple[Any, ...], Any]] = OrderedDict()
+        # key -> (the inputs, held: that keeps their ids from being reused; the value)
+        self._data: Recent[Hashable, tuple[tuple[Any, ...], Any]] = Recent(maxsize)
         self._lock = threading.Lock()
-        self._maxsize = maxsize
         self._tables: dict[str, dict[Any, Any]] = {}
 
     def get(self, key: Hashable, deps: tuple[Any, ...], compute: Callable[[], T]) -> T:
@@ -42,17 +42,11 @@ class IdentityMemo:
         compute: Callable[[], T],
         same: Callable[[Any, Any], bool],
     ) -> T:
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is not None and len(hit[0]) == len(deps) and all(map(same, hit[0], deps)):
-                self._data.move_to_end(key)
-                return hit[1]  # type: ignore[no-any-return]
+        hit = self._data.get(key)
+        if hit is not None and len(hit[0]) == len(deps) and all(map(same, hit[0], deps)):
+            return hit[1]  # type: ignore[no-any-return]
         value = compute()
-        with self._lock:
-            self._data[key] = (deps, value)  # holding deps keeps their ids from being reused
-            self._data.move_to_end(key)
-            while len(self._data) > self._maxsize:
-                self._data.popitem(last=False)
+        self._data.put(key, (deps, value))
         return value
 
     def table(self, name: str, *, limit: int = 100_000) -> dict[Any, Any]:
