@@ -160,9 +160,7 @@ class DeliveryLog:
             return
         with self._guard(), self._write.begin() as session:
             session.execute(
-                update(DeliveryRow)
-                .where(DeliveryRow.key.in_(keys))
-                .values(done_at=self._clock(), payload=None, lease_until=None)
+                update(DeliveryRow).where(DeliveryRow.key.in_(keys)).values(_done(self._clock()))
             )
 
     def claim_reply(self, key: str, *, owner: str) -> bool:
@@ -217,7 +215,7 @@ class DeliveryLog:
                     or row.attempts >= MAX_ATTEMPTS
                 )
                 values: dict[str, Any] = (
-                    {"done_at": now, "payload": None, "lease_until": None}
+                    _done(now)
                     if gone
                     else {"owner": owner, "lease_until": now + lease, "attempts": attempts}
                 )
@@ -235,6 +233,11 @@ class DeliveryLog:
                     job = Job(key, kind or "", dict(payload or {}), cluster, attempts, received_at)
                     taken.append(job)
         return taken, dropped
+
+
+def _done(now: datetime) -> dict[str, Any]:
+    """A job's row once answered or given up: no lease, and no payload (its response URL)."""
+    return {"done_at": now, "payload": None, "lease_until": None}
 
 
 def _row(asked: _Asked, now: datetime) -> dict[str, Any]:
