@@ -118,6 +118,7 @@ class Server:
 
             self._socket_mode = SocketModeHandler(app, app_token)
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     @property
     def port(self) -> int:
@@ -126,16 +127,32 @@ class Server:
 
     def start(self) -> None:
         """Serve in background threads (tests); `serve_forever()` blocks (the CLI)."""
-        self._thread = threading.Thread(target=self.httpd.run, daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="http", daemon=True)
         self._thread.start()
         if self._socket_mode is not None:
             self._socket_mode.connect()  # type: ignore[no-untyped-call]
 
     def serve_forever(self) -> None:
-        """Serve until SIGINT/SIGTERM (a KeyboardInterrupt ends waitress's loop)."""
+        """Serve until SIGINT/SIGTERM (raised here as KeyboardInterrupt)."""
         if self._socket_mode is not None:
             self._socket_mode.connect()  # type: ignore[no-untyped-call]
-        self.httpd.run()
+        self._serve()
+
+    def _serve(self) -> None:
+        """waitress's loop, one poll at a time until `close_http()`. Whatever it served is
+        closed here, in the thread that polls it, so no other thread closes a descriptor that
+        `select()` may still hold, and stopping does not depend on the trigger being open."""
+        httpd, everything = self.httpd, self.httpd._map
+        try:
+            while everything and not self._stopping.is_set():
+                wasyncore.loop(
+                    timeout=httpd.adj.asyncore_loop_timeout,
+                    use_poll=httpd.adj.asyncore_use_poll,
+                    map=everything,
+                    count=1,
+                )
+        finally:
+            wasyncore.close_all(everything, ignore_all=True)
 
     def stop(self) -> None:
         """Stop serving HTTP, then wait for the triages in flight to post their answers."""
@@ -146,11 +163,20 @@ class Server:
 
     def close_http(self) -> None:
         """Close the listening socket and open connections, then let requests being answered
-        finish (5 s at most). Sockets are closed in the thread that serves them."""
-        everything = self.httpd._map  # the listener, its trigger, client connections
-        if self._thread is not None and self._thread.is_alive():
-            self.httpd.trigger.pull_trigger(lambda: wasyncore.close_all(everything, True))
-            self._thread.join(timeout=5)
-        else:  # serve_forever() returned (SIGTERM): nothing else touches them now
-            wasyncore.close_all(everything, ignore_all=True)
+        finish (5 s at most). The loop is woken through waitress's trigger, or ends within its
+        poll timeout (1 s) should the trigger be gone."""
+        self._stopping.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            trigger = self.httpd.trigger
+            if trigger._closed:  # its pipe's numbers may be someone else's by now
+                log.warning("the HTTP loop's wake-up pipe is closed; stopping on its timeout")
+            else:
+                try:
+                    trigger.pull_trigger()
+                except OSError as e:
+                    log.warning("could not wake the HTTP loop (%s); stopping on its timeout", e)
+            thread.join(timeout=5)
+        else:  # never started, or serve_forever() returned: nothing else touches them now
+            wasyncore.close_all(self.httpd._map, ignore_all=True)
         self.httpd.task_dispatcher.shutdown(cancel_pending=False)

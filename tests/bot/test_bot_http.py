@@ -74,8 +74,7 @@ def test_not_ready_until_the_cluster_cache_is_synced(bot: Bot) -> None:
         bot.app, host="127.0.0.1", port=0, metrics=lambda: (b"", "text/plain"),
         not_ready=lambda: reason[0],
     )  # fmt: skip
-    server._thread = threading.Thread(target=server.httpd.run, daemon=True)
-    server._thread.start()
+    server.start()
     url = f"http://127.0.0.1:{server.port}"
     try:
         with pytest.raises(urllib.error.HTTPError) as e:
@@ -88,6 +87,25 @@ def test_not_ready_until_the_cluster_cache_is_synced(bot: Bot) -> None:
             assert r.status == 200
     finally:
         server.close_http()  # the app belongs to the fixture
+
+
+def test_http_stops_even_when_its_wake_up_pipe_is_gone(
+    bot: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = Server(bot.app, host="127.0.0.1", port=0, metrics=lambda: (b"", "text/plain"))
+    server.start()
+    url = f"http://127.0.0.1:{server.port}/healthz"
+    trigger = server.httpd.trigger
+    done = threading.Event()
+    trigger.pull_trigger(lambda: (trigger.close(), done.set()))  # closed by its own loop
+    assert done.wait(5)
+    with urllib.request.urlopen(url, timeout=5) as r:
+        assert r.status == 200  # still serving, woken by its poll timeout instead
+    server.close_http()
+    assert server._thread is not None and not server._thread.is_alive()  # ended, not given up on
+    assert "wake-up pipe is closed" in caplog.text
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=2)  # nothing listens any more
 
 
 def test_health_and_metrics(bot: Bot) -> None:
