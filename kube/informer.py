@@ -27,7 +27,7 @@ from triage.cluster.source import ForbiddenError, ResourceType, SourceError, Una
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]
+_NONE: dict[str, Obj] = {}  # what an unknown namespace holds (never written to)
 # Called with (old, new) under no lock of ours except the informer's own ordering guarantee:
 # one informer thread calls it sequentially. `old`/`new` is None on add/delete. A relist
 # reports a full replacement through `on_replace` instead.
@@ -64,8 +64,10 @@ class Informer:
         self._on_change, self._on_replace = on_change, on_replace
         self._watch_timeout, self._max_backoff = watch_timeout, max_backoff
         self._lock = threading.Lock()
-        self._items: dict[Key, Obj] = {}
+        # The store: namespace ("" for cluster-scoped kinds), then name. Keyed by the name
+        # string its object holds, not by a (namespace, name) tuple: 64 bytes less an object.
         self._by_ns: dict[str, dict[str, Obj]] = {}
+        self._count = 0
         # The lists `items` handed out, by namespace (None: all), while nothing in them changed.
         self._lists: dict[str | None, list[Obj]] = {}
         # Indexes of triage.cluster.indexes, built on first use and kept current; while one
@@ -88,7 +90,7 @@ class Informer:
 
     def get(self, namespace: str, name: str) -> Obj | None:
         with self._lock:
-            return self._items.get((namespace, name))
+            return self._by_ns.get(namespace, _NONE).get(name)
 
     def items(self, namespace: str | None = None) -> list[Obj]:
         """The objects (of `namespace`, or all). While none of them changes, every call gets
@@ -97,12 +99,18 @@ class Informer:
         with self._lock:
             found = self._lists.get(namespace)
             if found is None:
-                held = self._items if namespace is None else self._by_ns.get(namespace, {})
-                found = self._lists[namespace] = list(held.values())
+                found = self._lists[namespace] = (
+                    self._all()
+                    if namespace is None
+                    else list(self._by_ns.get(namespace, _NONE).values())
+                )
             return found
 
+    def _all(self) -> list[Obj]:
+        return [obj for held in self._by_ns.values() for obj in held.values()]
+
     def __len__(self) -> int:
-        return len(self._items)
+        return self._count
 
     @property
     def resource_version(self) -> str:
@@ -122,7 +130,7 @@ class Informer:
                     built = self._indexes.get(index)
                     if built is not None:
                         return built.get(key)
-                    items = list(self._items.values())
+                    items = self._all()
                     self._catching_up[index] = []
                 with gc_paused(freeze=self.freeze_gc):  # as the store is (`_list`)
                     built = Index(INDEXERS[(self.rt.kind, index)], items)
@@ -211,15 +219,16 @@ class Informer:
 
     def _replace(self) -> None:
         items, rv = self._initial()
-        items_by_key = {key(o): o for o in items}
         by_ns: dict[str, dict[str, Obj]] = {}
-        for (ns, name), obj in items_by_key.items():
+        for obj in items:
+            ns, name = key(obj)
             by_ns.setdefault(ns, {})[name] = obj
         with self._lock:
             names = list(self._indexes)
         indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}
         with self._lock:
-            self._items, self._by_ns, self._rv = items_by_key, by_ns, rv
+            self._by_ns, self._rv = by_ns, rv
+            self._count = sum(len(held) for held in by_ns.values())
             self._lists = {}
             self._indexes = indexes  # one built meanwhile from the old list is dropped
             for name in self._catching_up:  # a build in progress starts again
@@ -288,23 +297,30 @@ class Informer:
             return
         obj["kind"], obj["apiVersion"] = self.rt.kind, self.rt.api_version
         new = self._project(obj)
-        k = key(new)
+        ns, name = key(new)
         with self._lock:
-            old = self._items.get(k)
+            held = self._by_ns.get(ns)
+            old = None if held is None else held.get(name)
             if etype == "MODIFIED" and old is not None and _unchanged(old, new):
                 # A heartbeat, or a status write of something the cache does not keep: the
                 # stored object stays, so everything remembered by its identity stays valid.
                 self._rv = rv or self._rv
                 return
             if etype == "DELETED":
-                self._items.pop(k, None)
-                self._by_ns.get(k[0], {}).pop(k[1], None)
+                if old is not None and held is not None:
+                    del held[name]
+                    self._count -= 1
+                    if not held:
+                        del self._by_ns[ns]
                 new_value: Obj | None = None
             else:
-                self._items[k] = new
-                self._by_ns.setdefault(k[0], {})[k[1]] = new
+                if held is None:
+                    held = self._by_ns[ns] = {}
+                if old is None:
+                    self._count += 1
+                held[name] = new
                 new_value = new
-            self._lists.pop(k[0], None)
+            self._lists.pop(ns, None)
             self._lists.pop(None, None)
             for built in self._indexes.values():
                 built.update(old, new_value)

@@ -58,6 +58,7 @@ _CONDITION = ("type", "status", "reason", "message", "lastTransitionTime")
 _CONTAINER_STATUS = ("name", "state", "lastState", "ready", "started", "restartCount")
 _NODE_STATUS_DROP = ("images", "volumesInUse", "volumesAttached")
 _MAX_SHARED = 200_000  # distinct shared values kept before the table starts over
+_RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
 
 
 class Sharer:
@@ -65,6 +66,7 @@ class Sharer:
 
     def __init__(self) -> None:
         self._values: dict[bytes, Any] = {}
+        self._owners: dict[tuple[Any, ...], list[Obj]] = {}
 
     def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
         """The canonical instance of `value`. When `value` is new, `parts(value, self)`
@@ -88,6 +90,26 @@ class Sharer:
     def text(value: Any) -> Any:
         return sys.intern(value) if isinstance(value, str) and len(value) <= 64 else value
 
+    def owners(self, refs: list[Obj]) -> list[Obj]:
+        """One list of owner references for neighbouring objects with the same owners: the
+        pods of a Job or of a DaemonSet come one after another in a list's name order (and
+        in a watch's bursts). Only the last few are kept: most owners have a single pod, and
+        a table of every owner would cost more in keys than it saved."""
+        picked = [_pick(r, _OWNER_REF) for r in refs]
+        try:
+            key = tuple(tuple(p.items()) for p in picked)
+            found = self._owners.get(key)
+        except TypeError:  # a value that is not a string or a flag: this object keeps its own
+            key, found = (), None
+        if found is not None:
+            return found
+        made = [{k: self.text(v) for k, v in p.items()} for p in picked]
+        if key:
+            if len(self._owners) >= _RECENT_OWNERS:
+                self._owners.clear()
+            self._owners[key] = made
+        return made
+
 
 def _pick(src: Obj | None, keys: tuple[str, ...]) -> Obj:
     if not src:
@@ -96,7 +118,8 @@ def _pick(src: Obj | None, keys: tuple[str, ...]) -> Obj:
 
 
 def _head(obj: Obj) -> Obj:
-    return {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion")}
+    # interned: as decoded, every pod's "Pod" and "v1" were strings of their own (15 MB)
+    return {"kind": Sharer.text(obj.get("kind")), "apiVersion": Sharer.text(obj.get("apiVersion"))}
 
 
 def slim_meta(obj: Obj, sharer: Sharer, keys: tuple[str, ...] = _META) -> Obj:
@@ -107,12 +130,7 @@ def slim_meta(obj: Obj, sharer: Sharer, keys: tuple[str, ...] = _META) -> Obj:
         if k in meta:
             meta[k] = sharer.value(meta[k])
     if meta.get("ownerReferences"):
-        # Each pod keeps its own list (sharing equal lists cost more in the share table's keys
-        # than it saved: most owners have one pod); the strings in it are interned.
-        meta["ownerReferences"] = [
-            {k: sharer.text(v) for k, v in _pick(ref, _OWNER_REF).items()}
-            for ref in meta["ownerReferences"]
-        ]
+        meta["ownerReferences"] = sharer.owners(meta["ownerReferences"])
     return meta
 
 

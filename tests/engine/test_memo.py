@@ -156,6 +156,10 @@ def test_an_index_kept_through_changes_equals_one_built_afresh() -> None:
                 p["metadata"]["name"] for p in fresh.get(k)
             )
             assert all(any(p is q for q in held.values()) for p in kept.get(k))
+        assert len(kept) == len(fresh)
+        for p in list(held.values()):
+            kept.update(held.pop(p["metadata"]["name"]), None)
+        assert len(kept) == 0 and kept._by_head == {}  # nothing left behind for gone owners
 
 
 def test_recent_values_keep_the_last_used_and_drop_the_oldest() -> None:

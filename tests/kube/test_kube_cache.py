@@ -355,8 +355,7 @@ def test_an_index_built_while_the_watch_applies_changes_misses_none(
 
     inf = informer_mod.Informer(None, KINDS["Pod"])  # type: ignore[arg-type]
     for name in ("a", "b"):
-        obj = _owned(f"train-{name}", "train")
-        inf._items[("team-0", obj["metadata"]["name"])] = obj
+        inf._apply({"type": "ADDED", "object": _owned(f"train-{name}", "train")})
     real = informer_mod.Index
 
     class Slow(real):  # type: ignore[misc,valid-type]
@@ -370,6 +369,50 @@ def test_an_index_built_while_the_watch_applies_changes_misses_none(
     monkeypatch.setattr(informer_mod, "Index", Slow)
     got = inf.indexed(POD_OWNER, ("team-0", "Job", "train"))
     assert sorted(p["metadata"]["name"] for p in got) == ["train-b", "train-c"]
+
+
+def test_the_store_answers_as_a_plain_dict_would_through_adds_changes_and_deletes() -> None:
+    """400 random watch events over three namespaces (one emptied and filled again): every
+    read (`get`, `items` of all and of each namespace, `len`, an index) equals a dict of the
+    same objects."""
+    import random
+
+    import kube.informer as informer_mod
+    from triage.cluster.indexes import POD_OWNER
+    from triage.cluster.source import KINDS
+
+    rnd = random.Random(5)
+    inf = informer_mod.Informer(None, KINDS["Pod"])  # type: ignore[arg-type]
+    held: dict[tuple[str, str], str] = {}  # (namespace, name) -> owner
+    namespaces = ("team-0", "team-1", "ops")
+    assert inf.indexed(POD_OWNER, ("team-0", "Job", "a")) == []  # built now, kept current
+    for _ in range(400):
+        ns, name = rnd.choice(namespaces), f"p{rnd.randrange(12)}"
+        if rnd.random() < 0.35:
+            etype = "DELETED"
+            owner = held.pop((ns, name), "gone")
+        else:
+            etype = "MODIFIED" if (ns, name) in held else "ADDED"
+            owner = held[(ns, name)] = rnd.choice(["a", "b", name])
+        inf._apply({"type": etype, "object": _owned(name, owner, ns=ns)})
+        assert len(inf) == len(held)
+
+    def names(objs: list[Obj]) -> list[tuple[str, str]]:
+        return sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs)
+
+    assert names(inf.items()) == sorted(held)
+    for ns in (*namespaces, "nowhere"):
+        assert names(inf.items(ns)) == sorted(k for k in held if k[0] == ns)
+    for ns in namespaces:
+        for i in range(12):
+            got = inf.get(ns, f"p{i}")
+            assert (got is not None) == ((ns, f"p{i}") in held)
+        for owner in ("a", "b"):
+            want = sorted(k for k, o in held.items() if k[0] == ns and o == owner)
+            assert names(inf.indexed(POD_OWNER, (ns, "Job", owner))) == want
+    for k in list(held):  # every namespace emptied: nothing is left behind
+        inf._apply({"type": "DELETED", "object": _owned(k[1], held.pop(k), ns=k[0])})
+    assert len(inf) == 0 and inf.items() == [] and inf._by_ns == {}
 
 
 def test_a_heartbeat_keeps_the_cached_node_and_a_real_change_replaces_it(

@@ -98,3 +98,31 @@ def test_watch_events_decode_as_list_pages_do() -> None:
     odd = orjson.dumps({"type": "ADDED", "object": {"spec": {"containers": "not a list"}}})
     assert event_decoder("Pod")(odd)["object"]["spec"]["containers"] == "not a list"
     assert event_decoder("ResourceQuota")(b'{"type": "BOOKMARK"}') == {"type": "BOOKMARK"}
+
+
+def test_neighbouring_pods_of_one_owner_share_its_references_and_no_others_do() -> None:
+    """A DaemonSet's pods on every node (neighbours in a list) hold one list of owner
+    references; a pod of another owner, or of the same owner with other fields, its own."""
+
+    def made(name: str, *refs: Obj) -> Obj:
+        return {"kind": "Pod", "apiVersion": "v1",
+                "metadata": {"name": name, "namespace": "gpu-operator",
+                             "ownerReferences": [dict(r, uid="u-ds", blockOwnerDeletion=True)
+                                                 for r in refs]}}  # fmt: skip
+
+    ds: Obj = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "plugin", "controller": True}
+
+    def slim(pod: Obj) -> Obj:  # decoded, as from a page: every string its own
+        return project(orjson.loads(orjson.dumps(pod)))
+
+    project = projection("Pod")
+    a, b = slim(made("plugin-a", ds)), slim(made("plugin-b", ds))
+    assert a["metadata"]["ownerReferences"] is b["metadata"]["ownerReferences"]
+    assert a["metadata"]["ownerReferences"] == [ds]  # uid and blockOwnerDeletion dropped
+    other = slim(made("driver-a", ds | {"name": "driver"}))
+    adopted = slim(made("plugin-c", ds | {"controller": False}))
+    assert other["metadata"]["ownerReferences"] == [ds | {"name": "driver"}]
+    assert adopted["metadata"]["ownerReferences"] == [ds | {"controller": False}]
+    odd = slim(made("odd", ds | {"name": ["not", "a", "name"]}))  # kept, not shared
+    assert odd["metadata"]["ownerReferences"] == [ds | {"name": ["not", "a", "name"]}]
+    assert a["kind"] is b["kind"] and a["apiVersion"] is b["apiVersion"]

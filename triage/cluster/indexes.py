@@ -48,47 +48,70 @@ INDEXERS: dict[tuple[str, str], Indexer] = {
 class Index:
     """One index: key -> the objects filed under it, kept current with `update` as objects
     change (an object is replaced, never mutated, and `update` is given the very object the
-    index holds). A key with one object holds it alone; more are held by identity. (At
-    150,000 pods with an owner each, a dict per owner cost 52 MB; this costs 16.)"""
+    index holds). A key with one object holds it alone; more are held by identity. A tuple key
+    is filed under its head, then its last part: a pod's (namespace, kind, owner name) then
+    costs no tuple of its own, only the name string its pod already holds. (At 150,000 pods
+    with an owner each, a dict per owner cost 52 MB, a tuple per owner 8.6 MB more than this.)"""
 
-    __slots__ = ("_by_key", "_fn")
+    __slots__ = ("_by_head", "_fn")
 
     def __init__(self, fn: Indexer, objects: Iterable[Obj]) -> None:
         self._fn = fn
-        self._by_key: dict[Hashable, Obj | _Bucket] = {}
+        self._by_head: dict[Hashable, dict[Hashable, Obj | _Bucket]] = {}
         for obj in objects:
             self._add(obj)
 
     def _add(self, obj: Obj) -> None:
-        by_key = self._by_key
+        by_head = self._by_head
         for k in self._fn(obj):
-            held = by_key.get(k)
+            head, last = _split(k)
+            filed = by_head.get(head)
+            if filed is None:
+                filed = by_head[head] = {}
+            held = filed.get(last)
             if held is None:
-                by_key[k] = obj
+                filed[last] = obj
             elif isinstance(held, _Bucket):
                 held[id(obj)] = obj
             elif held is not obj:
-                by_key[k] = _Bucket({id(held): held, id(obj): obj})
+                filed[last] = _Bucket({id(held): held, id(obj): obj})
 
     def update(self, old: Obj | None, new: Obj | None) -> None:
         if old is not None:
-            by_key = self._by_key
+            by_head = self._by_head
             for k in self._fn(old):
-                held = by_key.get(k)
+                head, last = _split(k)
+                filed = by_head.get(head)
+                held = None if filed is None else filed.get(last)
+                if held is None or filed is None:
+                    continue
                 if held is old:
-                    del by_key[k]
+                    del filed[last]
+                    if not filed:
+                        del by_head[head]
                 elif isinstance(held, _Bucket):
                     held.pop(id(old), None)
                     if len(held) == 1:
-                        by_key[k] = next(iter(held.values()))
+                        filed[last] = next(iter(held.values()))
         if new is not None:
             self._add(new)
 
     def get(self, key: Hashable) -> list[Obj]:
-        held = self._by_key.get(key)
+        head, last = _split(key)
+        held = self._by_head.get(head, {}).get(last)
         if held is None:
             return []
         return list(held.values()) if isinstance(held, _Bucket) else [held]
+
+    def __len__(self) -> int:
+        """How many keys have objects filed under them."""
+        return sum(len(filed) for filed in self._by_head.values())
+
+
+def _split(key: Hashable) -> tuple[Hashable, Hashable]:
+    if type(key) is tuple and len(key) > 1:
+        return key[:-1], key[-1]
+    return None, key
 
 
 class _Bucket(dict[int, Obj]):
