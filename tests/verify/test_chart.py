@@ -266,6 +266,10 @@ def test_remote_cluster_kubeconfigs_from_secrets_reach_the_bot(tmp_path: Path) -
     assert _cluster_list("all", ":".join(local), kube_contexts) == ["east", "west"]
 
 
+@pytest.mark.skipif(
+    shutil.which("helm") is None,
+    reason="helm is not on PATH (make test installs it through .ci/tools)",
+)
 def test_replicas_and_shards_share_one_service_and_split_the_clusters() -> None:
     """Shards are Deployments of their own, each serving its clusters, all behind the one
     Service; every pod names itself as a replica and has a lease; a budget keeps one up."""
