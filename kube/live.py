@@ -13,6 +13,7 @@ from typing import Any
 
 from kube.client import RawClient, context_namespace, load_client
 from kube.fastjson import gc_paused, loads
+from kube.slim import list_decoder
 from triage.cluster.objects import Obj
 from triage.cluster.source import (
     ALL_KINDS,
@@ -176,7 +177,11 @@ def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> li
     rt = KINDS["Event"]
     selector = f"involvedObject.kind={kind},involvedObject.name={name}"
     body = client.get_json(
-        rt, verb="list", namespace=namespace, query=[("fieldSelector", selector)]
+        rt,
+        verb="list",
+        namespace=namespace,
+        query=[("fieldSelector", selector)],
+        decode=list_decoder("Event"),
     )
     items = list((body or {}).get("items") or [])
     for item in items:
@@ -209,7 +214,13 @@ class LiveSource:
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
         rt = kind_type(kind)
-        items, _ = list_objects(self.client, rt, namespace=namespace if rt.namespaced else None)
+        items, _ = list_objects(
+            self.client,
+            rt,
+            namespace=namespace if rt.namespaced else None,
+            # Events only: what the engine reads of them (the other kinds are read whole)
+            decode=list_decoder(kind) if kind == "Event" else None,
+        )
         return items
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:

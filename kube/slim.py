@@ -379,6 +379,38 @@ class _NodeList(TypedDict, total=False):
     items: list[_Node] | None
 
 
+class _EventMeta(TypedDict, total=False):
+    name: Any
+    namespace: Any
+    creationTimestamp: Any
+
+
+class _Event(TypedDict, total=False):
+    # What triage.cluster.events reads of core/v1 (and events.k8s.io/v1-shaped) Events. They
+    # are never cached, but a fleet sweep lists every one in the cluster: without their
+    # managedFields, sources and reporting fields, the list costs a fraction.
+    kind: Any
+    apiVersion: Any
+    metadata: _EventMeta | None
+    involvedObject: Any
+    regarding: Any
+    reason: Any
+    message: Any
+    note: Any
+    type: Any
+    count: Any
+    deprecatedCount: Any
+    series: Any
+    lastTimestamp: Any
+    eventTime: Any
+    firstTimestamp: Any
+
+
+class _EventList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Event] | None
+
+
 class _PodEvent(TypedDict, total=False):
     type: Any
     object: _Pod | None
@@ -397,6 +429,7 @@ _EVENT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 _LIST_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "Pod": msgspec.json.Decoder(_PodList),
     "Node": msgspec.json.Decoder(_NodeList),
+    "Event": msgspec.json.Decoder(_EventList),
 }
 
 

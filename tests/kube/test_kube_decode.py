@@ -126,3 +126,29 @@ def test_neighbouring_pods_of_one_owner_share_its_references_and_no_others_do() 
     odd = slim(made("odd", ds | {"name": ["not", "a", "name"]}))  # kept, not shared
     assert odd["metadata"]["ownerReferences"] == [ds | {"name": ["not", "a", "name"]}]
     assert a["kind"] is b["kind"] and a["apiVersion"] is b["apiVersion"]
+
+
+def test_events_decode_to_what_the_engine_reads_of_them() -> None:
+    """A list of Events (core/v1 and events.k8s.io/v1 shapes, with managedFields and the
+    reporting fields the engine does not read) normalises and files exactly as decoded whole."""
+    from triage.cluster.events import by_subject, normalise_event
+
+    events = _objects("Event")
+    assert len(events) > 20
+    noisy = dict(events[0])
+    noisy["metadata"] = dict(noisy.get("metadata") or {}, managedFields=[{"manager": "kubelet"}])
+    noisy |= {"source": {"component": "kubelet"}, "reportingComponent": "kubelet"}
+    newer = {"kind": "Event", "apiVersion": "events.k8s.io/v1",
+             "metadata": {"name": "e1", "namespace": "team-a"},
+             "regarding": {"kind": "Pod", "name": "train-0", "namespace": "team-a"},
+             "reason": "FailedScheduling", "note": "0/3  nodes are available",
+             "type": "Warning", "series": {"count": 4, "lastObservedTime": "2026-01-01T00:00:00Z"},
+             "eventTime": "2025-12-31T23:00:00.000000Z"}  # fmt: skip
+    page = orjson.dumps({"metadata": {"resourceVersion": "9"}, "items": [*events, noisy, newer]},
+                        default=str)  # fmt: skip
+    decode = list_decoder("Event")
+    assert decode is not None
+    typed, whole = decode(page)["items"], orjson.loads(page)["items"]
+    assert [normalise_event(e) for e in typed] == [normalise_event(e) for e in whole]
+    assert by_subject(typed).keys() == by_subject(whole).keys()
+    assert "managedFields" not in typed[-2]["metadata"] and "source" not in typed[-2]
