@@ -95,20 +95,22 @@ class Sharer:
         pods of a Job or of a DaemonSet come one after another in a list's name order (and
         in a watch's bursts). Only the last few are kept: most owners have a single pod, and
         a table of every owner would cost more in keys than it saved."""
-        picked = [_pick(r, _OWNER_REF) for r in refs]
         try:
-            key = tuple(tuple(p.items()) for p in picked)
+            key = tuple([tuple([r.get(k, _ABSENT) for k in _OWNER_REF]) for r in refs])
             found = self._owners.get(key)
-        except TypeError:  # a value that is not a string or a flag: this object keeps its own
+        except (AttributeError, TypeError):  # not a dict, or an odd value: kept unshared
             key, found = (), None
         if found is not None:
             return found
-        made = [{k: self.text(v) for k, v in p.items()} for p in picked]
+        made = [{k: self.text(v) for k, v in _pick(r, _OWNER_REF).items()} for r in refs]
         if key:
             if len(self._owners) >= _RECENT_OWNERS:
                 self._owners.clear()
             self._owners[key] = made
         return made
+
+
+_ABSENT = object()  # a field an owner reference does not have (not the same as null)
 
 
 def _pick(src: Obj | None, keys: tuple[str, ...]) -> Obj:
@@ -118,8 +120,7 @@ def _pick(src: Obj | None, keys: tuple[str, ...]) -> Obj:
 
 
 def _head(obj: Obj) -> Obj:
-    # interned: as decoded, every pod's "Pod" and "v1" were strings of their own (15 MB)
-    return {"kind": Sharer.text(obj.get("kind")), "apiVersion": Sharer.text(obj.get("apiVersion"))}
+    return {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion")}
 
 
 def slim_meta(obj: Obj, sharer: Sharer, keys: tuple[str, ...] = _META) -> Obj:
