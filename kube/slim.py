@@ -435,8 +435,9 @@ _LIST_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 
 
 def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
-    """A decoder of `kind`'s list pages that keeps only what its projection reads (None: the
-    kind is kept whole, decode it as it is). A page that does not fit the shapes (a field of
+    """A decoder of `kind`'s list pages that keeps only what its projection reads (for Events,
+    which are not cached: what the engine reads; None: the kind is kept whole, decode it as it
+    is). A page that does not fit the shapes (a field of
     an unexpected type) is decoded whole instead: the projection copes with both."""
     typed = _LIST_DECODERS.get(kind)
     return None if typed is None else _or_whole(typed)
