@@ -99,10 +99,13 @@ class Sharer:
             key = tuple([tuple([r.get(k, _ABSENT) for k in _OWNER_REF]) for r in refs])
             found = self._owners.get(key)
         except (AttributeError, TypeError):  # not a dict, or an odd value: kept unshared
-            key, found = (), None
+            return [{k: self.text(v) for k, v in _pick(r, _OWNER_REF).items()} for r in refs]
         if found is not None:
             return found
-        made = [{k: self.text(v) for k, v in _pick(r, _OWNER_REF).items()} for r in refs]
+        made = [
+            {k: self.text(v) for k, v in zip(_OWNER_REF, values, strict=True) if v is not _ABSENT}
+            for values in key
+        ]
         if key:
             if len(self._owners) >= _RECENT_OWNERS:
                 self._owners.clear()
