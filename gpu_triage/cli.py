@@ -54,10 +54,17 @@ def _prog() -> str:
     return "kubectl gpu-triage" if Path(sys.argv[0]).name.startswith("kubectl-") else "gpu-triage"
 
 
+def _quiet_kubernetes_client(record: logging.LogRecord) -> bool:
+    return "kubernetes" not in record.pathname
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
+    if not args.debug:  # the kubernetes client logs auth failures we report as our one line
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_quiet_kubernetes_client)
     try:
         code: int = args.handler(args)
         return code

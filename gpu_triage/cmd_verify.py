@@ -14,7 +14,7 @@ from typing import Any
 
 from gpu_triage.errors import UserError
 from gpu_triage.output import structured
-from gpu_triage.sources import add_cluster_args, open_source
+from gpu_triage.sources import add_cluster_args, source_from
 from triage import EngineConfig, load_playbook
 from triage.cluster.source import ClusterSource
 from triage.verify.node import (
@@ -102,7 +102,7 @@ def _source(args: argparse.Namespace) -> ClusterSource:
             )
         if args.snapshot:
             raise UserError("--test-pod needs a live cluster, not --snapshot")
-    return open_source(snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context)
+    return source_from(args)
 
 
 def _engine(args: argparse.Namespace) -> dict[str, Any]:

@@ -73,6 +73,7 @@ def allowed(client: RawClient, perm: Permission) -> tuple[bool, str]:
         verb="create",
         resource="selfsubjectaccessreviews.authorization.k8s.io",
         body=review,
+        retry=True,
     )
     status = (body or {}).get("status") or {}
     return bool(status.get("allowed")) and not status.get("denied"), str(status.get("reason") or "")

@@ -8,8 +8,10 @@ Everything the live adapter and the cache send goes through `RawClient`: it buil
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -21,19 +23,32 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from kube.errors import ConfigError, UnauthorizedError
+from kube.errors import ConfigError, CredentialsError, NotKubernetesError
 from kube.fastjson import loads
-from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError
+from kube.transport import (
+    CONNECT_TIMEOUT,
+    Deadline,
+    Read,
+    Reply,
+    _transport,
+    fail,
+    is_status,
+    one_line,
+    reason,
+    send,
+)
+from triage.cluster.source import ResourceType, UnavailableError
 
-CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 30.0
 IN_CLUSTER = "in-cluster"
+# Groups served by every API server: a 404 there is a server problem, not a missing add-on.
+BUILTIN_GROUPS = frozenset({"", "apps", "batch", "node.k8s.io", "scheduling.k8s.io"})
 
 
-class GoneError(SourceError):
-    """410 Gone: a resourceVersion or continue token expired. Informers relist on it."""
+class GoneError(UnavailableError):
+    """410 Gone: a resourceVersion or continue token expired. Informers relist on it, and a
+    paginated list starts again from its first page."""
 
-    permanent = False
+    fault = "expired"
 
 
 def resource_name(rt: ResourceType) -> str:
@@ -83,13 +98,20 @@ def load_client(
             if not context and not active:
                 raise ConfigError(f"kubeconfig {path} has no current context: pass --context")
             name = context or str(active["name"])
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=path, context=name, client_configuration=cfg, persist_config=False
-            )
+            with _auth_failures() as failed:
+                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=path, context=name, client_configuration=cfg, persist_config=False
+                )
+            if failed:
+                raise CredentialsError(
+                    f"the credentials of context {name} could not be obtained: {failed[0]}"
+                )
     except ConfigException as e:
         raise ConfigError(f"cannot load cluster config: {_one_line(str(e))}") from e
     except OSError as e:
         raise ConfigError(f"cannot read kubeconfig: {e.strerror or e}") from e
+    if not cfg.verify_ssl:  # insecure-skip-tls-verify: asked for, not worth a line a request
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     # Fail fast and let callers decide about retries: urllib3's default retries hang on a dead
     # server for several connect timeouts.
     cfg.retries = False
@@ -99,6 +121,29 @@ def load_client(
     # (os.environ scanned: 5% of a warm triage).
     cfg.proxy = cfg.proxy
     return k8s_client.ApiClient(configuration=cfg), name
+
+
+@contextmanager
+def _auth_failures() -> Iterator[list[str]]:
+    """The kubernetes client logs a failed exec plugin or auth provider at ERROR on the root
+    logger and carries on without credentials (every request is then a 401). Catch what it
+    logs while the config loads, so the failure is one error of ours and no stray line."""
+    failed: list[str] = []
+
+    class _Catch(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            if "kubernetes" in record.pathname and record.levelno >= logging.ERROR:
+                failed.append(one_line(record.getMessage()))
+                return False
+            return True
+
+    catch = _Catch()
+    root = logging.getLogger()
+    root.addFilter(catch)
+    try:
+        yield failed
+    finally:
+        root.removeFilter(catch)
 
 
 def kube_contexts(kubeconfig: str | None = None) -> list[str]:
@@ -142,67 +187,33 @@ def context_namespace(*, kubeconfig: str | None = None, context: str | None = No
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    return one_line(text)
 
 
 class RawClient:
-    """GET requests returning parsed JSON, or streamed watch lines, with our error family."""
+    """GET requests returning parsed JSON, or streamed watch lines, with our error family.
 
-    def __init__(self, api: k8s_client.ApiClient, *, cluster_name: str) -> None:
+    `deadline` bounds everything the client sends (a CLI command's `--timeout`); the bot's
+    long-lived clients have none, and each request is still bounded (`kube.transport`)."""
+
+    def __init__(
+        self,
+        api: k8s_client.ApiClient,
+        *,
+        cluster_name: str,
+        deadline: Deadline | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.api = api
         self.cluster_name = cluster_name
         self.server = str(api.configuration.host)
+        self.deadline = deadline or Deadline()
+        self._sleep = sleep
         self.requests = 0  # GET requests sent (watches not included), for metrics and tests
         self.watches = 0
 
-    def _send(
-        self,
-        path: str,
-        query: list[tuple[str, str]],
-        *,
-        timeout: tuple[float, float],
-        watch: bool = False,
-    ) -> Any:
-        method, url, headers, body, post = self.api.param_serialize(
-            method="GET",
-            resource_path=path,
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        if watch:
-            self.watches += 1
-        else:
-            self.requests += 1
-        return self.api.call_api(method, url, headers, body, post, _request_timeout=timeout)
-
-    @contextmanager
-    def _errors(self, *, verb: str, rt: ResourceType, namespace: str | None) -> Iterator[None]:
-        try:
-            yield
-        except ApiException as e:
-            raise self._mapped(e, verb=verb, rt=rt, namespace=namespace) from e
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise UnavailableError(
-                f"cannot reach the Kubernetes API at {self.server}: {_reason(e)}"
-            ) from e
-
-    def _mapped(
-        self, e: ApiException, *, verb: str, rt: ResourceType, namespace: str | None
-    ) -> SourceError:
-        status = int(e.status or 0)
-        if status == 403:
-            return ForbiddenError(verb=verb, resource=resource_name(rt), namespace=namespace)
-        if status == 401:
-            return UnauthorizedError(self.server)
-        if status == 410:
-            return GoneError(f"{resource_name(rt)}: resource version expired (410 Gone)")
-        if status == 0:
-            return UnavailableError(f"cannot reach the Kubernetes API at {self.server}")
-        return UnavailableError(
-            f"the Kubernetes API at {self.server} answered {status} {e.reason or ''} "
-            f"to {verb} {resource_name(rt)}".replace("  ", " ")
-        )
+    def _count(self) -> None:
+        self.requests += 1
 
     def get_json(
         self,
@@ -214,21 +225,45 @@ class RawClient:
         query: list[tuple[str, str]] | None = None,
         decode: Callable[[bytes], Any] | None = None,
     ) -> dict[str, Any] | None:
-        """One GET; None on 404. Raises our SourceError family otherwise. `decode` parses
-        the body (default: the whole JSON)."""
+        """One GET (retried on 429 and 5xx); None on 404. Raises our SourceError family
+        otherwise. `decode` parses the body (default: the whole JSON).
+
+        An answer that no API server would give (a 404 of a built-in kind without a Status
+        body, a body that is not JSON, an object without metadata, a list without items) is
+        a `NotKubernetesError`: the kubeconfig points at something else."""
+        read = Read(verb, resource_name(rt), namespace)
         path = path_for(rt, namespace=namespace, name=name)
-        with self._errors(verb=verb, rt=rt, namespace=namespace):
-            resp = self._send(path, query or [], timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
-            data = resp.read()
-            if resp.status == 404:
-                return None
-            if not 200 <= resp.status <= 299:
-                raise ApiException(http_resp=resp)
+        reply = send(
+            self.api, server=self.server, method="GET", path=path, read=read,
+            deadline=self.deadline, query=query, sleep=self._sleep, on_attempt=self._count,
+        )  # fmt: skip
+        if reply.status == 410:
+            raise GoneError(
+                f"{read}: resource version or continue token expired (410 Gone)",
+                verb=read.verb, resource=read.resource, namespace=read.namespace,
+            )  # fmt: skip
+        if reply.status == 404:
+            if rt.group in BUILTIN_GROUPS and not is_status(reply.body):
+                raise self.not_kubernetes(read, "answered 404 without a Kubernetes Status")
+            return None
+        if not 200 <= reply.status <= 299:
+            fail(reply, server=self.server, read=read)
         try:
-            parsed: dict[str, Any] = (decode or loads)(data)
+            parsed = (decode or loads)(reply.body)
         except ValueError as e:  # msgspec.DecodeError is one too
-            raise UnavailableError(f"the Kubernetes API at {self.server} sent invalid JSON") from e
+            raise self.not_kubernetes(read, "sent an answer that is not JSON") from e
+        if not isinstance(parsed, dict) or (
+            "items" not in parsed if name is None else not isinstance(parsed.get("metadata"), dict)
+        ):
+            raise self.not_kubernetes(read, "sent JSON that is not a Kubernetes object or list")
         return parsed
+
+    def not_kubernetes(self, read: Read, what: str) -> NotKubernetesError:
+        return NotKubernetesError(
+            f"{self.server} is not a Kubernetes API server: it {what} to {read} (check the "
+            "kubeconfig's server URL)",
+            verb=read.verb, resource=read.resource, namespace=read.namespace,
+        )  # fmt: skip
 
     @contextmanager
     def watch_lines(
@@ -236,13 +271,30 @@ class RawClient:
     ) -> Iterator[tuple[Iterator[bytes], Callable[[], None]]]:
         """Open a watch stream: yields (newline-delimited JSON events, a function that
         shuts the stream from another thread)."""
+        read = Read("watch", resource_name(rt))
         path = path_for(rt)
-        with self._errors(verb="watch", rt=rt, namespace=None):
-            resp = self._send(path, query, timeout=(CONNECT_TIMEOUT, read_timeout), watch=True)
-            if not 200 <= resp.status <= 299:
-                resp.read()
-                raise ApiException(http_resp=resp)
+        try:
+            method, url, headers, body, post = self.api.param_serialize(
+                method="GET",
+                resource_path=path,
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            self.watches += 1
+            resp = self.api.call_api(
+                method, url, headers, body, post,
+                _request_timeout=(CONNECT_TIMEOUT, read_timeout),
+            )  # fmt: skip
+        except ApiException as e:
+            raise _transport(e, server=self.server, read=read, deadline=Deadline()) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise _transport(e, server=self.server, read=read, deadline=Deadline()) from e
         raw = resp.response
+        if not 200 <= resp.status <= 299:
+            data = raw.read()
+            raw.release_conn()
+            fail(Reply(int(resp.status), data, dict(raw.headers)), server=self.server, read=read)
         try:
             yield _mapped_lines(self, raw, rt), lambda: _shutdown(raw)
         finally:
@@ -267,7 +319,7 @@ def _mapped_lines(client: RawClient, raw: Any, rt: ResourceType) -> Iterator[byt
             yield buf
     except (urllib3.exceptions.HTTPError, OSError) as e:
         raise UnavailableError(
-            f"watch on {resource_name(rt)} at {client.server} dropped: {_reason(e)}"
+            f"watch on {resource_name(rt)} at {client.server} dropped: {reason(e)}"
         ) from e
 
 
@@ -277,15 +329,3 @@ def _shutdown(raw: Any) -> None:
     if sock is not None:
         with suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-
-
-def _reason(e: BaseException) -> str:
-    inner = getattr(e, "reason", None)
-    if isinstance(inner, BaseException):
-        e = inner
-    text = str(e)
-    if "refused" in text.lower():
-        return "connection refused"
-    if "timed out" in text.lower() or isinstance(e, TimeoutError):
-        return "timed out"
-    return _one_line(text.split(": ", 1)[-1]) or type(e).__name__

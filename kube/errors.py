@@ -2,19 +2,43 @@
 
 from __future__ import annotations
 
-from triage.cluster.source import SourceError
+from triage.cluster.source import (
+    ReadFailedError,
+    SourceError,
+    UnauthorizedError,
+    UnavailableError,
+)
+
+__all__ = [
+    "ConfigError",
+    "CredentialsError",
+    "NotKubernetesError",
+    "TLSError",
+    "UnauthorizedError",
+]
 
 
 class ConfigError(SourceError):
     """No usable kubeconfig, an unknown context, or in-cluster config that cannot load."""
 
 
-class UnauthorizedError(SourceError):
-    """401: the server rejected the credentials (expired token, wrong certificate)."""
+class CredentialsError(ReadFailedError):
+    """The kubeconfig's credentials could not be obtained: an exec plugin or auth provider
+    failed, or a token or certificate file cannot be read."""
 
-    def __init__(self, server: str) -> None:
-        self.server = server
-        super().__init__(
-            f"the Kubernetes API at {server} rejected the credentials (401 Unauthorized): "
-            "refresh the kubeconfig token or certificate"
-        )
+    fault = "credentials"
+
+
+class TLSError(UnavailableError):
+    """The TLS handshake with the API server failed: an unknown CA, a wrong host name, an
+    expired certificate."""
+
+    fault = "tls"
+    permanent = True
+
+
+class NotKubernetesError(UnavailableError):
+    """What answered is not a Kubernetes API server (a proxy, a web server, a wrong port)."""
+
+    fault = "not-kubernetes"
+    permanent = True

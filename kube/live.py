@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kube.client import RawClient, context_namespace, load_client
+from kube.client import BUILTIN_GROUPS, GoneError, RawClient, context_namespace, load_client
 from kube.fastjson import gc_paused, loads
 from kube.slim import list_decoder
+from kube.transport import Deadline
 from triage.cluster.objects import Obj
 from triage.cluster.source import (
     ALL_KINDS,
@@ -25,19 +26,27 @@ from triage.cluster.source import (
 from triage.cluster.usage import NodeUsage, usage_of
 
 PAGE_SIZE = 500
-# Groups served by every API server: a 404 there is a server problem, not a missing add-on.
-BUILTIN_GROUPS = frozenset({"", "apps", "batch", "node.k8s.io", "scheduling.k8s.io"})
+RELISTS = 3  # times a paginated list starts over when its continue token expires
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-def connect(*, kubeconfig: str | None = None, context: str | None = None) -> LiveSource:
+def connect(
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    timeout: float | None = None,
+    page_size: int = PAGE_SIZE,
+) -> LiveSource:
     """A LiveSource for the kubeconfig context (current one by default) or in-cluster config.
+    `timeout` bounds, in seconds, everything it will send (None: each request only).
 
     Raises `kube.errors.ConfigError` (a `SourceError`) when no usable configuration exists.
     Nothing is sent to the cluster until the first read.
     """
     api, name = load_client(kubeconfig=kubeconfig, context=context)
-    source = LiveSource(RawClient(api, cluster_name=name))
+    source = LiveSource(
+        RawClient(api, cluster_name=name, deadline=Deadline(timeout)), page_size=page_size
+    )
     source.default_namespace = context_namespace(kubeconfig=kubeconfig, context=context)
     return source
 
@@ -61,11 +70,35 @@ def list_objects(
 ) -> tuple[list[Obj], str]:
     """All items (each with `kind` and `apiVersion` set) and the list's resourceVersion.
 
-    Follows `continue` tokens. A custom resource whose API is not installed lists as empty
+    Follows `continue` tokens; when one expires (410 Gone: the list took longer than the
+    server keeps its snapshot), starts over from the first page, up to RELISTS times, as
+    client-go's pager does. A custom resource whose API is not installed lists as empty
     with resourceVersion "". `transform` is applied page by page (the cache slims objects
     before the next page arrives, so a full list never sits in memory); `decode` parses
     each page (`kube.slim.list_decoder`: only the fields `transform` reads).
     """
+    for attempt in range(RELISTS + 1):
+        try:
+            return _pages(
+                client, rt, namespace=namespace, field_selector=field_selector,
+                page_size=page_size, transform=transform, decode=decode,
+            )  # fmt: skip
+        except GoneError:
+            if attempt == RELISTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _pages(
+    client: RawClient,
+    rt: ResourceType,
+    *,
+    namespace: str | None,
+    field_selector: str | None,
+    page_size: int,
+    transform: Callable[[Obj], Obj] | None,
+    decode: Callable[[bytes], Any] | None,
+) -> tuple[list[Obj], str]:
     items: list[Obj] = []
     token = ""
     with gc_paused():  # the whole list: see kube.fastjson
@@ -79,8 +112,9 @@ def list_objects(
             if body is None:
                 if rt.group in BUILTIN_GROUPS:
                     raise UnavailableError(
-                        f"the Kubernetes API at {client.server} does not serve {rt.plural}"
-                    )
+                        f"the Kubernetes API at {client.server} does not serve {rt.plural}",
+                        verb="list", resource=rt.plural, namespace=namespace,
+                    )  # fmt: skip
                 return [], ""
             for item in body.get("items") or []:
                 item["kind"] = rt.kind
@@ -193,8 +227,9 @@ def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> li
 class LiveSource:
     """ClusterSource over direct API reads. One instance per triage (usage is cached)."""
 
-    def __init__(self, client: RawClient) -> None:
+    def __init__(self, client: RawClient, *, page_size: int = PAGE_SIZE) -> None:
         self.client = client
+        self.page_size = page_size
         self._usage: dict[str, NodeUsage] | None = None
         self.default_namespace: str | None = None  # the context's namespace, as kubectl uses
 
@@ -218,6 +253,7 @@ class LiveSource:
             self.client,
             rt,
             namespace=namespace if rt.namespaced else None,
+            page_size=self.page_size,
             # Events only: what the engine reads of them (the other kinds are read whole)
             decode=list_decoder(kind) if kind == "Event" else None,
         )
@@ -229,7 +265,9 @@ class LiveSource:
     def node_usage(self) -> Mapping[str, NodeUsage]:
         """Requests of non-terminated pods per node, listed once for this instance's lifetime."""
         if self._usage is None:
-            pods, _ = list_objects(self.client, KINDS["Pod"], field_selector=ACTIVE_PODS)
+            pods, _ = list_objects(
+                self.client, KINDS["Pod"], field_selector=ACTIVE_PODS, page_size=self.page_size
+            )
             self._usage = usage_of(pods)
         return self._usage
 

@@ -4,7 +4,9 @@ kmock's emulator serves neither `limit`/`continue` pagination, field selectors, 
 versions, 410 Gone nor dropped watches, which is exactly what the live adapter and the cache
 must get right; so this stdlib server speaks that part of the wire protocol. It holds objects
 in memory, serves get/list (paginated, field-selected) and watch (chunked, newline-delimited),
-counts requests, and can inject 401/403/5xx, drop watches and compact its history.
+counts requests, and can inject faults: 401/403/5xx (per request or per resource, with
+`Retry-After`), expired continue tokens, a body trickled a byte at a time, an answer that is no
+Kubernetes API's; and it can drop watches and compact its history.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import base64
 import bisect
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterable
@@ -81,12 +84,18 @@ def _status(code: int, reason: str, message: str) -> bytes:
     return json.dumps(body | {"reason": reason, "message": message}).encode()
 
 
-def write_kubeconfig(url: str, path: Path, *, context: str = "fake") -> Path:
-    """A kubeconfig whose one context reaches a fake API server at `url`."""
+def write_kubeconfig(
+    url: str, path: Path, *, context: str = "fake", ca_pem: bytes | None = None
+) -> Path:
+    """A kubeconfig whose one context reaches a fake API server at `url` (trusting the CA in
+    `ca_pem`, when given, for an https one)."""
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     cfg = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": context, "cluster": {"server": url}}],
+        "clusters": [{"name": context, "cluster": cluster}],
         "users": [{"name": context, "user": {"token": TOKEN}}],
         "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
         "current-context": context,
@@ -98,12 +107,23 @@ def write_kubeconfig(url: str, path: Path, *, context: str = "fake") -> Path:
 class FakeApiServer:
     """In-memory API server on 127.0.0.1. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, objects: Iterable[Obj] = (), *, not_installed: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        objects: Iterable[Obj] = (),
+        *,
+        not_installed: Iterable[str] = (),
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.not_installed = set(not_installed)  # API groups answering 404
         # (plural, namespace): None forbids cluster-wide requests, "*" forbids every request
         self.forbidden: set[tuple[str, str | None]] = set()
         self.unauthorized = False
-        self.fail_statuses: list[int] = []  # next requests answer these statuses
+        # next requests answer these statuses: a code, or (code, Retry-After seconds)
+        self.fail_statuses: list[int | tuple[int, float]] = []
+        self.fail_on: dict[str, int] = {}  # plural -> the status every request of it answers
+        self.expire_continue = 0  # the next N requests with a continue token answer 410 Gone
+        self.trickle = 0.0  # seconds between the bytes of every get or list answer
+        self.not_kubernetes = False  # answer every request as a web server would: 404 text
         self.latency = 0.0  # seconds every get and list takes (a slow API server); not watches
         # Serves the watch-list protocol (sendInitialEvents), as Kubernetes 1.32+ does; False:
         # refuses it with 422, as a server with the WatchList feature off does; None: ignores
@@ -116,17 +136,22 @@ class FakeApiServer:
         self._cond = threading.Condition()
         self._drops = 0
         self._stopping = False
+        self._retry_after: float | None = None
         for obj in objects:
             self.apply(obj, record=False)
         self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
+        self._tls = tls is not None
+        if tls is not None:  # served over https with the context's certificate
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        scheme = "https" if self._tls else "http"
+        return f"{scheme}://127.0.0.1:{self._httpd.server_address[1]}"
 
     def start(self) -> FakeApiServer:
         self._thread.start()
@@ -145,8 +170,10 @@ class FakeApiServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def write_kubeconfig(self, path: Path, *, context: str = "fake") -> Path:
-        return write_kubeconfig(self.url, path, context=context)
+    def write_kubeconfig(
+        self, path: Path, *, context: str = "fake", ca_pem: bytes | None = None
+    ) -> Path:
+        return write_kubeconfig(self.url, path, context=context, ca_pem=ca_pem)
 
     # --- state changes -------------------------------------------------------------------
 
@@ -222,9 +249,14 @@ class FakeApiServer:
         if {(rt.plural, "*"), (rt.plural, ns)} & self.forbidden:
             msg = f'{rt.plural} is forbidden: User "x" cannot list resource "{rt.plural}"'
             return 403, _status(403, "Forbidden", msg)
+        if rt.plural in self.fail_on:
+            code = self.fail_on[rt.plural]
+            return code, _status(code, "InternalError", f"injected failure on {rt.plural}")
         if self.fail_statuses:
-            code = self.fail_statuses.pop(0)
-            return code, _status(code, "InternalError", "injected failure")
+            injected = self.fail_statuses.pop(0)
+            if isinstance(injected, tuple):
+                injected, self._retry_after = injected
+            return injected, _status(injected, "InternalError", "injected failure")
         return None
 
     def _get(self, rt: ResourceType, ns: str | None, name: str) -> tuple[int, bytes]:
@@ -355,18 +387,32 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _reply(self, code: int, body: bytes) -> None:
+        def _reply(self, code: int, body: bytes, *, kind: str = "application/json") -> None:
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            with server._cond:
+                wait, server._retry_after = server._retry_after, None
+            if wait is not None:
+                self.send_header("Retry-After", f"{wait:g}")
             self.end_headers()
-            self.wfile.write(body)
+            if not server.trickle:
+                self.wfile.write(body)
+                return
+            for i in range(len(body)):  # a byte at a time, each within any read timeout
+                if server._stopping:
+                    return
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                time.sleep(server.trickle)
 
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             q = {k: v[-1] for k, v in parse_qs(url.query).items()}
             with server._cond:
                 server.requests.append((url.path, q))
+            if server.not_kubernetes:
+                return self._reply(404, b"<html>404 Not Found</html>", kind="text/html")
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
             route = _route(url.path)
@@ -388,6 +434,15 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 time.sleep(server.latency)
             if name:
                 return self._reply(*server._get(rt, ns, name))
+            if q.get("continue"):
+                with server._cond:
+                    expired, server.expire_continue = (
+                        server.expire_continue > 0,
+                        max(0, server.expire_continue - 1),
+                    )
+                if expired:
+                    gone = "The provided continue parameter is too old"
+                    return self._reply(410, _status(410, "Expired", gone))
             return self._reply(*server._list(rt, ns, q))
 
     return Handler

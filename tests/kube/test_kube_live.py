@@ -102,7 +102,7 @@ def test_unauthorized_names_the_server(api: FakeApiServer, kubeconfig: str) -> N
 
 
 def test_server_error_is_unavailable(api: FakeApiServer, kubeconfig: str) -> None:
-    api.fail_statuses = [503]
+    api.fail_on["nodes"] = 503
     with pytest.raises(UnavailableError, match=f"API at {api.url} answered 503"):
         connect(kubeconfig=kubeconfig).objects("Node")
 

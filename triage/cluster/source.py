@@ -111,22 +111,100 @@ class NotFoundError(SourceError):
     """The object (or namespace) does not exist."""
 
 
-class ForbiddenError(SourceError):
+class ReadFailedError(SourceError):
+    """One read could not be made. A triage that meets it says what it could not judge (the
+    layers that needed the read become unknown) instead of judging on an empty list.
+
+    `fault` names the kind of failure for people and scripts; `verb`, `resource` and
+    `namespace` name the read (empty when the failure is not about one resource)."""
+
+    fault = "unavailable"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        verb: str = "",
+        resource: str = "",
+        namespace: str | None = None,
+    ) -> None:
+        self.verb, self.resource, self.namespace = verb, resource, namespace
+        super().__init__(message)
+
+    @property
+    def grant(self) -> str | None:
+        """The RBAC grant that would let the read through, for a refused read."""
+        return None
+
+    def about(self, message: str) -> ReadFailedError:
+        """The same failure, told in another sentence."""
+        other = ReadFailedError(
+            message, verb=self.verb, resource=self.resource, namespace=self.namespace
+        )
+        other.fault = self.fault
+        return other
+
+
+class ForbiddenError(ReadFailedError):
     """The credentials may not read this. Carries what to grant."""
 
+    fault = "forbidden"
+
     def __init__(self, *, verb: str, resource: str, namespace: str | None = None) -> None:
-        self.verb, self.resource, self.namespace = verb, resource, namespace
         where = f" in namespace {namespace}" if namespace else " at cluster scope"
         super().__init__(
             f"cannot {verb} {resource}{where}: grant {verb} on {resource}"
-            + (f" in {namespace}" if namespace else "")
+            + (f" in {namespace}" if namespace else ""),
+            verb=verb,
+            resource=resource,
+            namespace=namespace,
+        )
+
+    @property
+    def grant(self) -> str | None:
+        return f"{self.verb} on {self.resource}" + (
+            f" in {self.namespace}" if self.namespace else " at cluster scope"
         )
 
 
-class UnavailableError(SourceError):
-    """The cluster could not be reached or answered with a server error. Worth retrying."""
+class UnauthorizedError(ReadFailedError):
+    """401: the server rejected the credentials (expired token, wrong certificate)."""
+
+    fault = "unauthorized"
+
+    def __init__(
+        self, server: str, *, verb: str = "", resource: str = "", namespace: str | None = None
+    ) -> None:
+        self.server = server
+        super().__init__(
+            f"the Kubernetes API at {server} rejected the credentials (401 Unauthorized)"
+            + (f" to {verb} {resource}" if verb and resource else "")
+            + ": refresh the kubeconfig token or certificate",
+            verb=verb,
+            resource=resource,
+            namespace=namespace,
+        )
+
+
+class UnavailableError(ReadFailedError):
+    """The cluster could not be reached, answered with a server error, or too slowly.
+    Worth retrying."""
 
     permanent = False
+
+
+class DeadlineExceededError(UnavailableError):
+    """The command's overall deadline passed: every read after it would fail too, so the
+    command ends here instead of judging on what it could not read."""
+
+    fault = "deadline"
+
+
+class NotServedError(ReadFailedError):
+    """The source does not hold this kind: a snapshot taken without it, or with objects of an
+    API version this engine does not read."""
+
+    fault = "not-in-snapshot"
 
 
 class MalformedSnapshotError(SourceError):
@@ -163,10 +241,20 @@ def key(obj: Obj) -> tuple[str, str]:
 
 
 class MemorySource:
-    """A ClusterSource over objects held in memory (a snapshot, a test fixture, a cache copy)."""
+    """A ClusterSource over objects held in memory (a snapshot, a test fixture, a cache copy).
 
-    def __init__(self, objects: Iterable[Obj], *, cluster_name: str = "snapshot") -> None:
+    `not_served` names the kinds it does not hold, with why (a snapshot taken without them):
+    reading one raises NotServedError, so the layers that need it are unknown."""
+
+    def __init__(
+        self,
+        objects: Iterable[Obj],
+        *,
+        cluster_name: str = "snapshot",
+        not_served: Mapping[str, str] | None = None,
+    ) -> None:
         self._cluster_name = cluster_name
+        self.not_served = dict(not_served or {})
         self._by_kind: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in ALL_KINDS}
         for obj in objects:
             kind = obj.get("kind")
@@ -233,7 +321,16 @@ class MemorySource:
                     newest = t
         return newest
 
+    def _served(self, kind: str, verb: str, namespace: str | None) -> None:
+        why = self.not_served.get(kind)
+        if why is not None:
+            rt = ALL_KINDS[kind]
+            resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+            raise NotServedError(why, verb=verb, resource=resource, namespace=namespace)
+
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        if self.not_served:
+            self._served(kind, "get", namespace)
         found = self._by_kind.get(kind, {}).get((namespace or "", name))
         # A snapshot taken without namespaces: a namespace exists if anything lives in it.
         if (
@@ -248,6 +345,8 @@ class MemorySource:
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
         """One list per kind and namespace while its objects are unchanged, as a watch cache
         hands them out (`Informer.items`): a reader must not change it."""
+        if self.not_served:
+            self._served(kind, "list", namespace)
         found = self._lists.get((kind, namespace))
         if found is None:
             if namespace is None:
