@@ -25,6 +25,7 @@ from assist.faq import Intent, cannot_answer, faq_answer, match
 from assist.guard import layer_agrees
 from assist.loop import verdicts_text
 from triage import TriageReport
+from triage.model import Answer as ReportAnswer
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -210,6 +211,8 @@ def _error_text(result: Result) -> str:
 
 def _verdict(report: TriageReport) -> str:
     ref = f"{report.pod.namespace}/{report.pod.name}"
+    if report.answer == ReportAnswer.UNKNOWN:
+        return f"It could not be told why {ref} is not running. {report.headline}"
     if report.failing_layer is None:
         return f"{ref} is not blocked. {report.headline}"
     owner = f" Owner: {report.owner.team}." if report.owner else ""

@@ -140,10 +140,14 @@ class Alerter:
     def cycle(self, sweep: Sweep) -> CycleResult:
         """Sync the sweep's groups and act on what changed (see the module docstring)."""
         out = CycleResult()
-        if sweep.errors:
-            # Workloads that could not be triaged would read as groups gone: resolve nothing
-            # on a partial picture; the next sweep tries again.
-            out.held.append(f"sweep incomplete ({len(sweep.errors)} not triaged): no changes")
+        if sweep.partial:
+            # Workloads that could not be found, triaged or judged would read as groups gone:
+            # resolve nothing on a partial picture; the next sweep tries again.
+            missing = len(sweep.errors) + len(sweep.unknown)
+            out.held.append(
+                f"sweep incomplete ({missing} not triaged or judged, "
+                f"{len(sweep.unread)} read(s) failed): no changes"
+            )
             return out
         now = self.clock()
         current = {g.key: g for g in sweep.groups}

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.mrkdwn import code, escape, plain, truncate
 from triage import Layer, OwnerRoute, Status, TriageReport
+from triage.model import Answer
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -103,6 +104,8 @@ def owner_text(owner: OwnerRoute) -> str:
 def headline_text(report: TriageReport) -> str:
     """Notification fallback text: plain words, escaped."""
     ref = f"{report.pod.namespace}/{report.pod.name}"
+    if report.answer == Answer.UNKNOWN:
+        return escape(f"{ref}: unknown. {report.headline}")
     if report.failing_layer is None:
         return escape(f"{ref}: not blocked. {report.headline}")
     return escape(f"{ref}: blocked at {report.failing_layer.value}. {report.headline}")
@@ -119,6 +122,8 @@ def report_blocks(
     layer = report.failing_layer
     pod = report.pod
     title = "Not blocked" if layer is None else f"Blocked at {layer.value}: {layer.label}"
+    if report.answer == Answer.UNKNOWN:
+        title = "Unknown: a layer could not be judged"
     blocks: list[Block] = [
         {
             "type": "header",

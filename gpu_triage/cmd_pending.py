@@ -7,10 +7,10 @@ import sys
 import time
 from typing import Any
 
-from gpu_triage.errors import EXIT_BLOCKED, EXIT_OK
+from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
 from gpu_triage.output import structured
 from gpu_triage.record import record
-from gpu_triage.sources import add_cluster_args, open_source
+from gpu_triage.sources import add_cluster_args, source_from
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport, load_playbook, triage
 from triage.fleet import MEMBERS_SHOWN, Group, Sweep, SweepSource, sweep, waited
 
@@ -32,7 +32,10 @@ def register(sub: Any) -> None:
     )
     add_cluster_args(p)
     p.add_argument(
-        "--exit-code", action="store_true", help="exit 1 when any workload is stuck by a cause"
+        "--exit-code",
+        action="store_true",
+        help="exit 1 when any workload is stuck by a cause; else 5 when the sweep is "
+        "incomplete (something could not be read or judged)",
     )
     p.add_argument(
         "--record",
@@ -45,7 +48,7 @@ def register(sub: Any) -> None:
 
 
 def pending(args: argparse.Namespace) -> int:
-    source = open_source(snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context)
+    source = source_from(args)
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [getattr(source, "default_namespace", None) or "default"]
@@ -63,7 +66,11 @@ def pending(args: argparse.Namespace) -> int:
     print(structured(result, args.output) or to_text(result, scope=scope, shown=shown))
     if recorded:
         print(recorded, file=sys.stderr)
-    return EXIT_BLOCKED if args.exit_code and result.groups else EXIT_OK
+    if not args.exit_code:
+        return EXIT_OK
+    if result.groups:
+        return EXIT_BLOCKED
+    return EXIT_OK if result.complete else EXIT_INCOMPLETE
 
 
 def _full_reports(
@@ -85,15 +92,31 @@ def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> 
         f"{len(result.groups)} cause(s) in {scope} (cluster {result.cluster})"
     )
     lines = [head]
-    if not result.groups:
+    incomplete = [f"could not read: {line}" for line in result.unread]
+    incomplete += [f"not triaged: {error}" for error in result.errors]
+    if result.unknown:
+        incomplete.append(
+            f"could not judge {len(result.unknown)} stuck workload(s): "
+            + ", ".join(f"{m.namespace}/{m.name}" for m in result.unknown[:shown])
+            + (
+                f" and {len(result.unknown) - shown} more"
+                if shown and len(result.unknown) > shown
+                else ""
+            )
+        )
+    if incomplete:
+        lines += ["INCOMPLETE: what follows is not the whole picture", *incomplete]
+    if not result.groups and not incomplete:
         lines.append("nothing stuck: every GPU workload in scope runs or waits for nothing")
+    elif not result.groups:
+        lines.append("no stuck workload found among what could be read and judged")
     for i, group in enumerate(result.groups, 1):
         lines += ["", *_group_lines(i, group, result, shown=shown)]
     if result.waiting:
         names = ", ".join(f"{m.namespace}/{m.name}" for m in result.waiting[:shown])
         lines += ["", f"waiting, nothing blocks them (a node on its way, preemption): {names}"]
-    for error in result.errors:
-        lines.append(f"not triaged: {error}")
+    for m in result.unknown[:shown]:
+        lines += ["", f"unknown: {m.namespace}/{m.name} ({m.kind}, {m.gpus} GPU): {m.headline}"]
     return "\n".join(lines)
 
 

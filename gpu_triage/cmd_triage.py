@@ -9,10 +9,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gpu_triage.errors import EXIT_BLOCKED, EXIT_OK
+from gpu_triage.errors import EXIT_OK, answer_status
 from gpu_triage.output import add_output_arg, structured
 from gpu_triage.record import record
-from gpu_triage.sources import add_cluster_args, add_engine_args, open_source
+from gpu_triage.sources import add_cluster_args, add_engine_args, source_from
 from triage import EngineConfig, load_playbook, load_snapshot, triage
 from triage.fleet import stuck_workloads
 from triage.render import to_text
@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--exit-code",
         action="store_true",
-        help="exit 1 when a layer blocks the workload (default: 0 whenever the triage ran)",
+        help="exit 1 when a layer blocks the workload, 5 when a layer that could explain it "
+        "could not be judged (default: 0 whenever the triage ran)",
     )
     p.add_argument(
         "--record",
@@ -55,7 +56,7 @@ def _config(args: argparse.Namespace) -> EngineConfig:
 
 
 def why_pending(args: argparse.Namespace) -> int:
-    source = open_source(snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context)
+    source = source_from(args)
     namespace = args.namespace or getattr(source, "default_namespace", None) or "default"
     started = time.perf_counter()
     report = triage(
@@ -70,7 +71,7 @@ def why_pending(args: argparse.Namespace) -> int:
     print(structured(report, args.output) or to_text(report))
     if recorded:
         print(recorded, file=sys.stderr)
-    return EXIT_BLOCKED if args.exit_code and report.blocked else EXIT_OK
+    return answer_status(report.answer) if args.exit_code else EXIT_OK
 
 
 def demo_snapshot() -> Path:

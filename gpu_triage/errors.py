@@ -4,9 +4,9 @@ gives (documented in the README: scripts branch on them, as they do on kubectl's
 from __future__ import annotations
 
 from incidents.errors import IncidentStoreError, StoreUnavailableError
-from kube.errors import UnauthorizedError
 from triage import InvalidNameError, PlaybookError, SourceError
-from triage.cluster.source import ForbiddenError, UnavailableError
+from triage.cluster.source import ReadFailedError
+from triage.model import Answer
 
 
 class UserError(Exception):
@@ -27,14 +27,24 @@ EXIT_BLOCKED = 1  # with --exit-code: something is blocked; verify/preflight: a 
 EXIT_USAGE = 2  # bad flags or input: an invalid name, no such pod, namespace or incident
 EXIT_CLUSTER = 3  # the cluster could not be read: unreachable, credentials rejected, forbidden
 EXIT_STORE = 4  # the incident database is down or not initialised
+EXIT_INCOMPLETE = 5  # with --exit-code: nothing found blocked, but a layer could not be judged
 EXIT_INTERNAL = 70  # a bug (EX_SOFTWARE): rerun with --debug and report it
 EXIT_INTERRUPTED = 130
 
 
 def exit_status(error: BaseException) -> int:
     """The exit status for a user error."""
-    if isinstance(error, (UnavailableError, ForbiddenError, UnauthorizedError)):
+    if isinstance(error, ReadFailedError):
         return EXIT_CLUSTER
     if isinstance(error, StoreUnavailableError):
         return EXIT_STORE
     return EXIT_USAGE
+
+
+def answer_status(answer: Answer) -> int:
+    """The exit status `--exit-code` gives for an answer: blocked, unknown or clear."""
+    if answer == Answer.BLOCKED:
+        return EXIT_BLOCKED
+    if answer == Answer.UNKNOWN:
+        return EXIT_INCOMPLETE
+    return EXIT_OK

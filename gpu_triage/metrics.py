@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from incidents.errors import IncidentStoreError
 from triage.fleet import Sweep
-from triage.model import LAYER_ORDER, Layer, TriageReport
+from triage.model import LAYER_ORDER, Answer, Layer, TriageReport
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NO_LAYER = "none"  # label value of triages that found nothing blocking the workload
+UNKNOWN_LAYER = "unknown"  # label value of triages that could not judge a layer (a read failed)
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -103,7 +104,7 @@ class Metrics:
             ["layer"],
             registry=self.registry,
         )
-        for label in [*(layer.value for layer in LAYER_ORDER), NO_LAYER]:
+        for label in [*(layer.value for layer in LAYER_ORDER), NO_LAYER, UNKNOWN_LAYER]:
             self.triages.labels(layer=label)  # every series exists from the start, at 0
         self.alerts = Counter(
             "alerts",
@@ -128,6 +129,8 @@ class Metrics:
 
     def observe(self, report: TriageReport, *, duration_ms: float) -> None:
         layer = report.failing_layer.value if report.failing_layer is not None else NO_LAYER
+        if report.answer == Answer.UNKNOWN:
+            layer = UNKNOWN_LAYER
         self.triages.labels(layer=layer).inc()
         self.duration.observe(duration_ms / 1000.0)
 

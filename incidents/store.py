@@ -44,7 +44,7 @@ from incidents.values import (
     Stats,
     TriageRun,
 )
-from triage.model import Layer, TriageReport
+from triage.model import Answer, Layer, TriageReport
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,11 @@ class IncidentStore:
         resolved: builtins.list[int] = []
         target: IncidentRow | None = None
         created = False
+        unknown = report.answer == Answer.UNKNOWN
         for row in active:
+            if unknown:  # a run that could not judge the cause neither opens nor resolves
+                target = target or row
+                continue
             if report.blocked and row.fingerprint == fingerprint and target is None:
                 target = row
                 continue
@@ -216,7 +220,7 @@ class IncidentStore:
             if not report.blocked:
                 target = row  # the run that found the workload running belongs to it
         session.flush()  # resolutions first: the unique index then admits a new incident
-        if report.blocked and target is None:
+        if report.blocked and target is None and not unknown:
             target = IncidentRow(
                 cluster=report.cluster,
                 namespace=ref.namespace,

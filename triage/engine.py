@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from triage.cluster.events import parse_time
-from triage.cluster.objects import Obj, meta
+from triage.cluster.objects import Obj, meta, pod_problem
 from triage.cluster.source import ClusterSource
 from triage.config import EngineConfig
 from triage.layers import bound
@@ -23,11 +23,11 @@ from triage.layers.base import Context, LayerCheck, Outcome
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
 from triage.layers.scheduling.reasons import WAITING
-from triage.model import TriageReport, Verdict
+from triage.model import LAYER_ORDER, Layer, TriageReport, Verdict
 from triage.names import validate_name, validate_namespace
 from triage.playbooks import Playbook, load_playbook
 from triage.signals import Signal, owned
-from triage.target import resolve
+from triage.target import Target, resolve
 from triage.verdict import Diagnosis, assemble, judge
 
 CHECKS: tuple[LayerCheck, ...] = (bound.check, scheduling.check, quota.check)
@@ -104,8 +104,33 @@ def _diagnose(
         node_labels=ctx.node_labels,
         playbook=playbook or load_playbook(),
         config=config,
+        relevant=_could_explain(target),
+        unread=tuple(ctx.unread),
     )
     return diagnosis, ctx
+
+
+def _could_explain(target: Target) -> frozenset[Layer]:
+    """The layers that could explain why the target is not running: none when its pod runs
+    (or finished), the node's two when it is on a node, every layer while it waits for one,
+    and admission (quota and queues) when its workload has no pod to judge."""
+    pod = target.pod
+    if pod is None:
+        if _podless_headline_is_final(target):
+            return frozenset()
+        return frozenset({Layer.QUOTA})
+    if pod_problem(pod) is None:
+        return frozenset()
+    if bound.on_node(pod):
+        return frozenset({Layer.DRIVER, Layer.DEVICE_PLUGIN})
+    return frozenset(LAYER_ORDER)
+
+
+def _podless_headline_is_final(target: Target) -> bool:
+    """A workload scaled to zero or a finished Job: nothing to explain."""
+    top = target.workloads[-1] if target.workloads else {}
+    scaled_to_zero = (top.get("spec") or {}).get("replicas") == 0
+    return scaled_to_zero or (target.kind == "Job" and _job_done(top))
 
 
 def _root_cause(outcomes: list[Outcome]) -> list[Signal]:

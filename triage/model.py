@@ -56,6 +56,17 @@ class Status(StrEnum):
     SKIPPED = "skipped"
 
 
+class Answer(StrEnum):
+    """What a triage could tell. `blocked`: a layer blocks the pod (`failing_layer`), with
+    nothing unknown below it; `clear`: nothing blocks it and every layer was looked at;
+    `unknown`: a layer that could explain the pod could not be judged (a read failed), so no
+    failing layer is named past it."""
+
+    BLOCKED = "blocked"
+    CLEAR = "clear"
+    UNKNOWN = "unknown"
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -73,6 +84,21 @@ class Finding(Frozen):
     evidence: list[str] = Field(default_factory=list)
     detail: list[str] = Field(default_factory=list)
     codes: list[str] = Field(default_factory=list, description="machine-readable signal ids")
+
+
+class Unread(Frozen):
+    """A read the triage could not make, and the layers it left unjudged."""
+
+    verb: str = Field(description="list, get, watch")
+    resource: str = Field(description="as RBAC names it: nodes, workloads.kueue.x-k8s.io")
+    namespace: str | None = Field(default=None, description="None: at cluster scope")
+    fault: str = Field(
+        description="forbidden, unauthorized, unavailable, tls, credentials, not-kubernetes, "
+        "expired, not-in-snapshot"
+    )
+    message: str
+    grant: str | None = Field(default=None, description="the RBAC grant to add, when refused")
+    layers: list[Layer] = Field(default_factory=list, description="the layers it left unknown")
 
 
 class OwnerRoute(Frozen):
@@ -117,6 +143,9 @@ class Verdict(Frozen):
     headline: str
     cause: Cause | None = None
     owner: OwnerRoute | None = None
+    answer: Answer = Answer.CLEAR
+    unknown_layers: list[Layer] = Field(default_factory=list)
+    unread: list[Unread] = Field(default_factory=list)
 
 
 class TriageReport(Frozen):
@@ -146,6 +175,22 @@ class TriageReport(Frozen):
         default=None, description="set when the data may be stale (old snapshot, lagging cache)"
     )
     cause: Cause | None = Field(default=None, description="the failing layer's cause, for grouping")
+    answer: Answer = Field(
+        default=Answer.CLEAR,
+        description="blocked (failing_layer set), clear (nothing blocks it) or unknown (a "
+        "layer that could explain it could not be judged: see unknown_layers and unread)",
+    )
+    unknown_layers: list[Layer] = Field(
+        default_factory=list, description="layers that could not be judged, lowest first"
+    )
+    unread: list[Unread] = Field(
+        default_factory=list, description="reads that failed: what, why, and what to grant"
+    )
+
+    @property
+    def complete(self) -> bool:
+        """Whether every read the triage made succeeded and every layer was judged."""
+        return not self.unknown_layers and not self.unread
 
     def finding(self, layer: Layer) -> Finding:
         return next(f for f in self.findings if f.layer == layer)
@@ -160,8 +205,10 @@ class TriageReport(Frozen):
 
         It ignores wording and timestamps: only the failing layer and its signal codes count.
         """
-        if self.failing_layer is None:
-            codes: list[str] = ["running"]
+        if self.answer == Answer.UNKNOWN:
+            codes: list[str] = ["unknown", *self.unknown_layers]
+        elif self.failing_layer is None:
+            codes = ["running"]
         else:
             codes = sorted(set(self.finding(self.failing_layer).codes))
         raw = "|".join([str(self.failing_layer), *codes])

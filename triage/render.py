@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from triage.model import Status, TriageReport
+from triage.model import Answer, Status, TriageReport
 
 _MARK = {
     Status.FAIL: "FAIL",
@@ -37,7 +37,10 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
     if ref.pod and ref.pod != ref.name:
         what += f" (pod {ref.pod})"
     lines = [f"{what} on cluster {report.cluster}"]
-    if report.failing_layer is None:
+    if report.answer == Answer.UNKNOWN:
+        lines.append("  UNKNOWN: a layer that could explain it could not be judged")
+        lines.append(f"  {report.headline}")
+    elif report.failing_layer is None:
         lines.append(f"  OK: {report.headline}")
     else:
         lines.append(
@@ -70,6 +73,11 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
     if report.verification:
         lines += ["", "Verify with:"]
         lines += [f"  $ {cmd}" for cmd in report.verification]
+    if report.unread:
+        lines += ["", "Could not read:"]
+        for u in report.unread:
+            judged = f" (left {', '.join(la.value for la in u.layers)} unknown)" if u.layers else ""
+            lines.append(f"  - {u.message}{judged}")
     for note in report.notes + ([report.data_age_note] if report.data_age_note else []):
         lines.append(f"Note: {note}")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from triage.cluster.source import ReadFailedError
 from triage.model import Finding, Layer, Status
 
 
@@ -45,10 +46,12 @@ def owned(signals: list[Signal], index: int) -> Signal:
 
 @dataclass
 class Unknown:
-    """A layer we could not inspect, and why (usually a permission to grant)."""
+    """A layer we could not inspect, and why (usually a permission to grant); `error` is the
+    read that failed, when one did."""
 
     layer: Layer
     reason: str
+    error: ReadFailedError | None = None
 
 
 def _clip(lines: list[str], limit: int) -> list[str]:

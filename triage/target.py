@@ -10,8 +10,15 @@ from dataclasses import dataclass, field
 
 from triage.cluster.indexes import owned_pods
 from triage.cluster.objects import Obj, meta, name_of, owner, pod_problem
-from triage.cluster.source import ClusterSource, ForbiddenError, NotFoundError
+from triage.cluster.source import (
+    ClusterSource,
+    DeadlineExceededError,
+    NotFoundError,
+    ReadFailedError,
+)
+from triage.model import Layer
 from triage.names import validate_name, validate_namespace
+from triage.signals import Unknown
 
 WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "ReplicaSet")
 _PARENT = {"ReplicaSet": "Deployment"}
@@ -26,6 +33,9 @@ class Target:
     pods: list[Obj] = field(default_factory=list)
     workloads: list[Obj] = field(default_factory=list)  # owner chain, outermost first
     template: Obj | None = None
+    # What resolving could not read: an owner it could not follow is the quota layer's (its
+    # events, its queue) and the owner route's.
+    unknowns: list[Unknown] = field(default_factory=list)
 
     @property
     def subject(self) -> Obj | None:
@@ -40,7 +50,9 @@ def _owned_by(obj: Obj, kind: str, name: str) -> bool:
     )
 
 
-def _owner_chain(source: ClusterSource, namespace: str, obj: Obj) -> list[Obj]:
+def _owner_chain(
+    source: ClusterSource, namespace: str, obj: Obj, unknowns: list[Unknown]
+) -> list[Obj]:
     chain: list[Obj] = []
     current = obj
     for _ in range(3):
@@ -49,7 +61,10 @@ def _owner_chain(source: ClusterSource, namespace: str, obj: Obj) -> list[Obj]:
             break
         try:
             parent = source.get(ref[0], ref[1], namespace=namespace)
-        except ForbiddenError:
+        except ReadFailedError as e:
+            if isinstance(e, DeadlineExceededError):
+                raise
+            unknowns.append(Unknown(Layer.QUOTA, f"owner {ref[0]} {ref[1]} not read: {e}", e))
             break
         if parent is None:
             break
@@ -86,17 +101,23 @@ def _pick(pods: list[Obj]) -> Obj | None:
 def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
     validate_namespace(namespace)
     validate_name(name, what="pod or workload name")
+    unknowns: list[Unknown] = []
     pod = source.get("Pod", name, namespace=namespace)
     if pod is not None:
-        return Target(namespace, name, "Pod", pod, [pod], _owner_chain(source, namespace, pod))
+        chain = _owner_chain(source, namespace, pod, unknowns)
+        return Target(namespace, name, "Pod", pod, [pod], chain, unknowns=unknowns)
+    unread: list[ReadFailedError] = []
     for kind in WORKLOAD_KINDS:
         try:
             workload = source.get(kind, name, namespace=namespace)
-        except ForbiddenError:
+        except ReadFailedError as e:
+            if isinstance(e, DeadlineExceededError):
+                raise
+            unread.append(e)
             continue
         if workload is None:
             continue
-        chain = [*_owner_chain(source, namespace, workload), workload]
+        chain = [*_owner_chain(source, namespace, workload, unknowns), workload]
         owners = {(kind, name)}
         if kind == "Deployment":
             owners |= {
@@ -107,12 +128,22 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
         pods = owned_pods(source, namespace=namespace, owners=sorted(owners))
         picked = _pick(pods)
         if picked is not None:
-            chain = _owner_chain(source, namespace, picked) or chain
-        return Target(namespace, name, kind, picked, pods, chain, _template(workload))
+            chain = _owner_chain(source, namespace, picked, unknowns) or chain
+        return Target(
+            namespace, name, kind, picked, pods, chain, _template(workload), unknowns=unknowns
+        )
     try:
         ns_obj = source.get("Namespace", namespace)
-    except ForbiddenError:
+    except ReadFailedError as e:
+        if isinstance(e, DeadlineExceededError):
+            raise
         ns_obj = {}
     if ns_obj is None:
         raise NotFoundError(f"namespace {namespace} not found")
+    if unread:  # it may be one of the kinds that could not be read: not "not found"
+        first = unread[0]
+        raise first.about(
+            f"no pod named {name} in namespace {namespace}, and it could not be looked up as a "
+            f"workload: {first}"
+        ) from first
     raise NotFoundError(f"no pod or workload named {name} in namespace {namespace}")

@@ -9,17 +9,19 @@ from datetime import UTC, datetime
 
 from triage.cluster.objects import name_of
 from triage.cluster.quantities import gpu_requests, pod_requests
-from triage.cluster.source import ClusterSource, ForbiddenError
+from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.scheduling.exclusions import wants_gpu
 from triage.model import (
     LAYER_ORDER,
+    Answer,
     Cause,
     Finding,
     Layer,
     OwnerRoute,
     PodRef,
     TriageReport,
+    Unread,
     Verdict,
 )
 from triage.playbooks import Playbook
@@ -60,6 +62,10 @@ class Diagnosis:
     node_labels: Callable[[str], dict[str, str]]
     playbook: Playbook
     config: EngineConfig
+    # The layers that could explain why the target is not running (none when it runs): an
+    # unknown among them, below the lowest blocking layer, leaves the answer unknown.
+    relevant: frozenset[Layer] = frozenset(LAYER_ORDER)
+    unread: tuple[ReadFailedError, ...] = ()  # reads that failed without a layer to blame
 
 
 def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Layer, Finding]:
@@ -87,15 +93,32 @@ def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Lay
 
 
 def _failing(signals: list[Signal]) -> Layer | None:
-    """The root-cause rule's verdict: the lowest layer with a blocking signal."""
+    """The lowest layer with a blocking signal."""
     return min((s.layer for s in signals if s.blocking), key=lambda la: la.rank, default=None)
+
+
+def _unknown_layers(d: Diagnosis) -> list[Layer]:
+    return sorted({u.layer for u in d.unknowns}, key=lambda la: la.rank)
+
+
+def _answer(d: Diagnosis) -> tuple[Answer, Layer | None]:
+    """The root-cause rule's verdict: the lowest blocking layer, unless a layer below it that
+    could explain the pod could not be judged; then the answer is unknown, never a guess."""
+    failing = _failing(d.signals)
+    unknown = [la for la in _unknown_layers(d) if la in d.relevant]
+    if failing is not None and not any(la.rank < failing.rank for la in unknown):
+        return Answer.BLOCKED, failing
+    if unknown:
+        return Answer.UNKNOWN, None
+    return (Answer.BLOCKED, failing) if failing is not None else (Answer.CLEAR, None)
 
 
 @dataclass(frozen=True, slots=True)
 class _Decision:
-    """The verdict of a triage: its failing layer (None when nothing blocks), headline, owner
-    and cause, and the failing layer's finding and blocking signals they rest on."""
+    """The verdict of a triage: its answer and failing layer (None unless blocked), headline,
+    owner and cause, and the failing layer's finding and blocking signals they rest on."""
 
+    answer: Answer
     failing: Layer | None
     headline: str
     owner: OwnerRoute | None = None
@@ -105,17 +128,21 @@ class _Decision:
 
 
 def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
-    failing = _failing(d.signals)
+    answer, failing = _answer(d)
     t = d.target
+    if answer == Answer.UNKNOWN:
+        return _Decision(answer, None, _unknown_headline(d))
     if failing is None:
-        return _Decision(None, d.headline or f"{t.kind} {t.name}: nothing blocks it at any layer")
+        return _Decision(
+            answer, None, d.headline or f"{t.kind} {t.name}: nothing blocks it at any layer"
+        )
     finding = findings[failing]
     mine = [s for s in d.signals if s.blocking and s.layer == failing]
     nodes = [n for s in mine for n in s.nodes]
     try:
         ns_obj = d.source.get("Namespace", t.namespace)
-    except ForbiddenError:
-        ns_obj = None
+    except ReadFailedError:
+        ns_obj = None  # the route falls back to the layer's owner
     owner = d.playbook.route(
         failing,
         namespace=ns_obj,
@@ -128,13 +155,52 @@ def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
         nodes=sorted(set(nodes)),
         objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
     )
-    return _Decision(failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine)
+    return _Decision(
+        answer, failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine
+    )
+
+
+def _unknown_headline(d: Diagnosis) -> str:
+    """What could not be judged and why; what is known above it, when something is."""
+    unknown = [la for la in _unknown_layers(d) if la in d.relevant]
+    why = next(u.reason for u in d.unknowns if u.layer == unknown[0])
+    head = f"unknown: {', '.join(la.value for la in unknown)} could not be judged ({why})"
+    failing = _failing(d.signals)
+    if failing is not None:
+        above = next(s for s in d.signals if s.blocking and s.layer == failing)
+        head += f"; above it, {failing.value}: {above.summary}"
+    return head
+
+
+def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ()) -> list[Unread]:
+    """The failed reads behind the unknown layers (and those that left no layer unknown), one
+    entry per read with every layer it left unknown."""
+    by_read: dict[tuple[str, str, str | None, str], tuple[ReadFailedError, list[Layer]]] = {}
+    for error, layer in [(u.error, u.layer) for u in unknowns] + [(e, None) for e in others]:
+        if error is None:
+            continue
+        k = (error.verb, error.resource, error.namespace, str(error))
+        _, layers = by_read.setdefault(k, (error, []))
+        if layer is not None and layer not in layers:
+            layers.append(layer)
+    return [
+        Unread(
+            verb=e.verb,
+            resource=e.resource,
+            namespace=e.namespace,
+            fault=e.fault,
+            message=str(e),
+            grant=e.grant,
+            layers=sorted(layers, key=lambda la: la.rank),
+        )
+        for e, layers in by_read.values()
+    ]
 
 
 def judge(d: Diagnosis) -> Verdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
-    failing = _failing(d.signals)
+    _, failing = _answer(d)
     decision = _decide(d, {} if failing is None else _findings(d, (failing,)))
     return Verdict(
         cluster=d.source.cluster_name,
@@ -143,6 +209,9 @@ def judge(d: Diagnosis) -> Verdict:
         headline=decision.headline,
         cause=decision.cause,
         owner=decision.owner,
+        answer=decision.answer,
+        unknown_layers=_unknown_layers(d),
+        unread=unread_of(d.unknowns, d.unread),
     )
 
 
@@ -159,6 +228,7 @@ def assemble(
     findings = _findings(d)
     decision = _decide(d, findings)
     target, ref = d.target, _pod_ref(d.target)
+    unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()
     if decision.failing is not None and decision.finding is not None:
         nodes = [n for s in decision.mine for n in s.nodes]
@@ -182,14 +252,29 @@ def assemble(
         headline=decision.headline,
         findings=list(findings.values()),
         owner=decision.owner,
-        remediation=remedy.steps,
+        remediation=remedy.steps + [_grant_step(u) for u in unread],
         operator_steps=remedy.operator_steps,
         verification=remedy.checks,
         generated_at=now or datetime.now(UTC),
         notes=notes,
         gpu_stack=gpu_stack or [],
         cause=decision.cause,
+        answer=decision.answer,
+        unknown_layers=_unknown_layers(d),
+        unread=unread,
     )
+
+
+def _grant_step(u: Unread) -> str:
+    """What to do about a read that failed, for the unknown it left."""
+    if u.grant:
+        return (
+            f"Grant {u.grant} to the identity GPU Triage reads the cluster as (the bot: its "
+            "ClusterRole in the Helm chart), then ask again."
+        )
+    if u.fault == "not-in-snapshot":
+        return f"Take the snapshot again with {u.resource} in it, then ask again."
+    return f"Ask again once the Kubernetes API answers: {u.message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,4 +152,7 @@ def test_the_verdict_a_sweep_takes_is_the_full_reports_verdict(path: Path) -> No
                 headline=report.headline,
                 cause=report.cause,
                 owner=report.owner,
+                answer=report.answer,
+                unknown_layers=report.unknown_layers,
+                unread=report.unread,
             )

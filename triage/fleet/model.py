@@ -106,12 +106,28 @@ class Group(Frozen):
 
 class Sweep(Frozen):
     """Every stuck GPU workload in scope, grouped. `waiting` holds the stuck workloads that
-    nothing blocks (a node on its way, victims being preempted, a scheduler catching up)."""
+    nothing blocks (a node on its way, victims being preempted, a scheduler catching up);
+    `unknown` those a layer that could explain could not be judged for (a read failed);
+    `unread` what the sweep itself could not read, and what that leaves out."""
 
     cluster: str
     generated_at: datetime
     groups: list[Group]
     waiting: list[Member] = Field(default_factory=list)
+    unknown: list[Member] = Field(
+        default_factory=list,
+        description="stuck workloads that could not be judged: their headline says why",
+    )
+    unread: list[str] = Field(
+        default_factory=list,
+        description="reads that failed (the sweep's own and its triages'), and what each "
+        "left out or unjudged",
+    )
+    listing_failed: bool = Field(
+        default=False,
+        description="a kind the search for stuck workloads reads could not be read: some may "
+        "be missing",
+    )
     errors: list[str] = Field(
         default_factory=list, description="workloads that could not be triaged"
     )
@@ -125,6 +141,19 @@ class Sweep(Frozen):
         return sum(g.workloads for g in self.groups)
 
     @property
+    def partial(self) -> bool:
+        """Whether stuck workloads may be missing or unjudged (the search could not read a
+        kind, a workload could not be triaged or judged): a group no longer listed may still
+        be there."""
+        return self.listing_failed or bool(self.errors or self.unknown)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every read succeeded and every stuck workload was found and judged: only
+        then does "nothing stuck" mean what it says."""
+        return not (self.partial or self.unread)
+
+    @property
     def gpus(self) -> int:
         return sum(g.gpus for g in self.groups)
 
@@ -134,6 +163,11 @@ class Sweep(Frozen):
             update={
                 "groups": groups,
                 "waiting": [m for m in self.waiting if namespaces(m.namespace)],
+                "unknown": [m for m in self.unknown if namespaces(m.namespace)],
+                # what failed may name other namespaces: its count only
+                "unread": [f"{len(self.unread)} read(s) failed (an operator sees which)"]
+                if self.unread
+                else [],
                 "errors": [],
                 "triaged": 0,
                 "reused": 0,

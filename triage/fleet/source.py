@@ -10,7 +10,7 @@ from typing import Any
 from triage.cluster.events import by_subject
 from triage.cluster.objects import Obj, labels, meta
 from triage.cluster.reads import LABELS, OBJECT, OBJECTS, USAGE, Failed, ReadLog
-from triage.cluster.source import ClusterSource, ForbiddenError, SourceError
+from triage.cluster.source import ClusterSource, ReadFailedError, SourceError
 from triage.cluster.usage import NodeUsage
 
 EVENTS = "events"
@@ -43,6 +43,7 @@ class SweepSource:
     def __init__(self, source: ClusterSource) -> None:
         self._source = source
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+        self.events_failed: ReadFailedError | None = None  # said to every triage, once read
         # Work the layers share across the sweep's triages (the stack view, node evaluations
         # of pods of one shape): they all see one state of the cluster.
         self.sweep_memo: dict[Hashable, Any] = {}
@@ -91,8 +92,14 @@ class SweepSource:
         return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        if self.events_failed is not None:  # one failed list, not one per triage
+            raise self.events_failed
         if self._events is None:
-            self._events = by_subject(self._source.objects("Event"))
+            try:
+                self._events = by_subject(self._source.objects("Event"))
+            except ReadFailedError as e:
+                self.events_failed = e
+                raise
         found = list(self._events.get((namespace, kind, name), []))
         if self.read_log is not None:
             key = (EVENTS, namespace, kind, name)
@@ -118,7 +125,7 @@ class SweepSource:
             if tag == LABELS:
                 try:
                     node = self._source.get("Node", key[1])
-                except ForbiddenError:
+                except ReadFailedError:
                     node = None
                 return labels(node) if node else {}
             if tag == EVENTS:

@@ -16,7 +16,7 @@ from triage.cluster.events import parse_time
 from triage.cluster.indexes import owned_pods, troubled_pods
 from triage.cluster.objects import Obj, meta, name_of, ns_of, owner
 from triage.cluster.quantities import gpu_requests, pod_requests
-from triage.cluster.source import ClusterSource
+from triage.cluster.source import ClusterSource, DeadlineExceededError, ReadFailedError
 from triage.layers.scheduling.exclusions import wants_gpu
 
 
@@ -55,26 +55,47 @@ def _wanted(workload: Obj) -> int:
     return int(spec.get("replicas", 1) or 0)
 
 
-def stuck_workloads(source: ClusterSource, namespaces: Iterable[str] | None = None) -> list[Stuck]:
+def stuck_workloads(
+    source: ClusterSource,
+    namespaces: Iterable[str] | None = None,
+    *,
+    unread: list[str] | None = None,
+) -> list[Stuck]:
     """Every stuck GPU workload in `namespaces` (None: all), one per workload, sorted.
 
     A pod owned by a ReplicaSet, Job or StatefulSet is reported under its workload (a
     ReplicaSet under its Deployment); a workload with no pod at all (quota rejected them, a
     queue suspends it) under its own name with its template's GPUs.
+
+    The pods must be read; a workload kind that cannot be read is said in `unread` (with what
+    it hides) when that list is given, and raised otherwise: its pods are then reported under
+    their own names, and its workloads that have no pod are not found.
     """
     scopes: list[str | None] = [None] if namespaces is None else list(namespaces)
     found: dict[tuple[str, str], Stuck] = {}
+
+    def read(kind: str, ns: str | None) -> list[Obj]:
+        try:
+            return source.objects(kind, namespace=ns)
+        except ReadFailedError as e:
+            if unread is None or isinstance(e, DeadlineExceededError):
+                raise
+            line = f"{e}: {_HIDDEN[kind]}"
+            if line not in unread:
+                unread.append(line)
+            return []
+
     for ns in scopes:
+        replica_sets = read("ReplicaSet", ns)
         rs_parent = {
             name_of(rs): (ref[1] if (ref := owner(rs)) and ref[0] == "Deployment" else None)
-            for rs in source.objects("ReplicaSet", namespace=ns)
+            for rs in replica_sets
         }
+        workloads = {kind: read(kind, ns) for kind in ("Job", "StatefulSet")}
+        workloads["ReplicaSet"] = replica_sets
         # Owners that exist: a pod whose owner is gone (or unreadable) is reported as itself.
-        owners = {
-            (kind, ns_of(w), name_of(w))
-            for kind in ("Job", "StatefulSet")
-            for w in source.objects(kind, namespace=ns)
-        }
+        owners = {(kind, ns_of(w), name_of(w)) for kind in ("Job", "StatefulSet")
+                  for w in workloads[kind]}  # fmt: skip
         for pod in troubled_pods(source, namespace=ns):
             if not wants_gpu(pod, pod_requests(pod)):
                 continue
@@ -87,7 +108,7 @@ def stuck_workloads(source: ClusterSource, namespaces: Iterable[str] | None = No
                 kind, name = ref
             _add(found, Stuck(ns_of(pod), name, kind, 1, _gpu_count(pod), _created(pod)))
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            for w in source.objects(kind, namespace=ns):
+            for w in workloads[kind]:
                 tpl = _template(w)
                 if not wants_gpu(tpl, pod_requests(tpl)):
                     continue
@@ -104,6 +125,14 @@ def stuck_workloads(source: ClusterSource, namespaces: Iterable[str] | None = No
                           pods, pods * _gpu_count(tpl), _created(w)),
                 )  # fmt: skip
     return [found[k] for k in sorted(found)]
+
+
+# What a workload kind that cannot be read leaves out of the sweep.
+_HIDDEN = {
+    kind: f"pods of {kind}s are listed under their own names, and {kind}s whose pods were "
+    "never created (quota, a queue) are not listed"
+    for kind in ("Job", "ReplicaSet", "StatefulSet")
+}
 
 
 def _suspended(workload: Obj) -> bool:

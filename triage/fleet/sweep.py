@@ -20,7 +20,12 @@ from datetime import UTC, datetime
 from triage import engine
 from triage.cluster.objects import meta, name_of, ns_of
 from triage.cluster.reads import Key, ReadLog
-from triage.cluster.source import ClusterSource, NotFoundError, SourceError
+from triage.cluster.source import (
+    ClusterSource,
+    DeadlineExceededError,
+    NotFoundError,
+    SourceError,
+)
 from triage.config import EngineConfig
 from triage.fleet.model import Group, Member, Sweep, describe_cause, group_totals
 from triage.fleet.reuse import Current, FleetMemo, Kept
@@ -28,7 +33,7 @@ from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.check import shapes_in, shared_evaluation
-from triage.model import Layer, Verdict
+from triage.model import Answer, Layer, Verdict
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
 
@@ -56,7 +61,8 @@ def sweep(
     as_of = getattr(source, "as_of", None)
     stamp = now or (as_of if isinstance(as_of, datetime) else None) or datetime.now(UTC)
     scope = None if namespaces is None else list(namespaces)
-    items = stuck_workloads(shared, scope)
+    unread: list[str] = []
+    items = stuck_workloads(shared, scope, unread=unread)
     run = _Run(shared, config=config, playbook=playbook, now=now, memo=memo)
     verdicts = run.all(items)
     if memo is not None:
@@ -65,9 +71,14 @@ def sweep(
             namespaces=scope,
             redo=dict(shapes_in(shared.sweep_memo)),
         )
+    listing_failed = bool(unread)
+    if shared.events_failed is not None:
+        unread.append(f"{shared.events_failed}: events are not used as evidence")
     pools = _Pools(shared, playbook.node_pools.labels)
     groups: dict[str, list[tuple[Member, Verdict]]] = {}
     waiting: list[Member] = []
+    unknown: list[Member] = []
+    left_out: dict[str, int] = {}  # what the triages could not read: for how many workloads
     for item in items:
         verdict = verdicts.get((item.namespace, item.name))
         if verdict is None:
@@ -81,6 +92,11 @@ def sweep(
             since=item.since,
             headline=verdict.headline,
         )
+        for line in _unread_lines(verdict):
+            left_out[line] = left_out.get(line, 0) + 1
+        if verdict.answer == Answer.UNKNOWN:
+            unknown.append(member)
+            continue
         if verdict.failing_layer is None:
             waiting.append(member)
             continue
@@ -95,10 +111,21 @@ def sweep(
         generated_at=stamp,
         groups=built,
         waiting=waiting,
+        unknown=unknown,
+        unread=unread + [f"{line} for {n} workload(s)" for line, n in left_out.items()],
+        listing_failed=listing_failed,
         errors=run.errors,
         triaged=run.triaged,
         reused=run.reused,
     )
+
+
+def _unread_lines(verdict: Verdict) -> list[str]:
+    """What one triage could not read, as the sweep says it (no workload named)."""
+    return [
+        u.message + (f": {', '.join(la.value for la in u.layers)} not judged" if u.layers else "")
+        for u in verdict.unread
+    ]
 
 
 class _Run:
@@ -186,6 +213,8 @@ class _Run:
             )
         except NotFoundError:
             return  # gone between the listing and its triage
+        except DeadlineExceededError:
+            raise  # the command is over: no workload after this one could be read either
         except SourceError as e:
             self.errors.append(f"{item.namespace}/{item.name}: {e}")
             return

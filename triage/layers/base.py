@@ -23,7 +23,7 @@ from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of
 from triage.cluster.reads import LABELS, ReadLog
-from triage.cluster.source import ClusterSource, ForbiddenError
+from triage.cluster.source import ClusterSource, DeadlineExceededError, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.health import NodeHealths
 from triage.layers.stacks.view import StackView, load_view
@@ -52,8 +52,9 @@ class Context:
         self.source, self.config, self.target, self.now = source, config, target, now
         memo = getattr(source, "memo", None)
         self.memo: IdentityMemo = memo if isinstance(memo, IdentityMemo) else IdentityMemo()
-        self.unknowns: list[Unknown] = []
+        self.unknowns: list[Unknown] = list(target.unknowns)
         self.notes: list[str] = []
+        self.unread: list[ReadFailedError] = []  # reads that failed without a layer to blame
         # Work shared by the triages of one fleet sweep, which see one state of the cluster
         # (`triage.fleet.SweepSource`); None for a triage of its own.
         self.shared: dict[Hashable, Any] | None = getattr(source, "sweep_memo", None)
@@ -81,20 +82,29 @@ class Context:
         if self.log is not None:
             self.log.volatile = True
 
-    # --- reads that never raise for a missing permission ------------------------------------
+    # --- reads that never raise for a read that failed ------------------------------------
 
     def read(self, kind: str, namespace: str | None, *, layer: Layer) -> list[Obj]:
+        """The objects, or [] when the read failed (`layer` is then unknown). For reads whose
+        absence concludes nothing; where "none exist" would be a finding, use `try_read`."""
+        found = self.try_read(kind, namespace, layers=(layer,))
+        return [] if found is None else found
+
+    def try_read(
+        self, kind: str, namespace: str | None, *, layers: tuple[Layer, ...]
+    ) -> list[Obj] | None:
+        """The objects, or None when the read failed: `layers` are then unknown."""
         try:
             return self.source.objects(kind, namespace=namespace)
-        except ForbiddenError as e:
-            self.unknown(layer, str(e))
-            return []
+        except ReadFailedError as e:
+            self.could_not(e, *layers)
+            return None
 
     def get(self, kind: str, name: str, namespace: str | None, *, layer: Layer) -> Obj | None:
         try:
             return self.source.get(kind, name, namespace=namespace)
-        except ForbiddenError as e:
-            self.unknown(layer, str(e))
+        except ReadFailedError as e:
+            self.could_not(e, layer)
             return None
 
     def reader(self, layer: Layer) -> Callable[[str, str | None], list[Obj]]:
@@ -106,17 +116,29 @@ class Context:
         return lambda kind, name, namespace: self.get(kind, name, namespace, layer=layer)
 
     def events(self, kind: str, name: str) -> list[Event]:
-        """Events about an object in the target's namespace, newest first."""
+        """Events about an object in the target's namespace, newest first. Events are
+        evidence, never the only ground of a verdict: one that cannot be read is a note."""
         try:
             raw = self.source.events_for(namespace=self.target.namespace, kind=kind, name=name)
-        except ForbiddenError as e:
+        except ReadFailedError as e:
+            if isinstance(e, DeadlineExceededError):
+                raise
             self.note(f"events not read ({e})")
+            self.unread.append(e)
             return []
         return sorted_events(raw)
 
-    def unknown(self, layer: Layer, reason: str) -> None:
-        if all(u.reason != reason for u in self.unknowns):
-            self.unknowns.append(Unknown(layer, reason))
+    def could_not(self, e: ReadFailedError, *layers: Layer) -> None:
+        """A read failed: the layers that needed it are unknown. The command's deadline is not
+        a read of its own: it ends the triage."""
+        if isinstance(e, DeadlineExceededError):
+            raise e
+        for layer in layers:
+            self.unknown(layer, str(e), error=e)
+
+    def unknown(self, layer: Layer, reason: str, *, error: ReadFailedError | None = None) -> None:
+        if all(u.reason != reason or u.layer != layer for u in self.unknowns):
+            self.unknowns.append(Unknown(layer, reason, error))
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -126,7 +148,9 @@ class Context:
         with self.aside():  # the labels count, not the node's heartbeat
             try:
                 obj = self.source.get("Node", node)
-            except ForbiddenError:
+            except ReadFailedError as e:
+                if isinstance(e, DeadlineExceededError):
+                    raise
                 obj = None
         found = labels(obj) if obj else {}
         self.depend((LABELS, node), found)
@@ -183,8 +207,11 @@ class Context:
         def read(kind: str, namespace: str | None) -> list[Obj] | None:
             try:
                 return self.source.objects(kind, namespace=namespace)
-            except ForbiddenError as e:
-                missing.append(Unknown(Layer.DRIVER, str(e)))
+            except ReadFailedError as e:
+                if isinstance(e, DeadlineExceededError):
+                    raise
+                # The stack view judges the driver and the device plugin of every node.
+                missing.extend(Unknown(la, str(e), e) for la in (Layer.DRIVER, Layer.DEVICE_PLUGIN))
                 return None
 
         view = load_view(read, override=self.config.operator_namespace, memo=self.memo)

@@ -55,9 +55,9 @@ def check(ctx: Context) -> Outcome:
     spec = pod.get("spec") or {}
     node = ctx.get("Node", str(spec.get("nodeName")), None, layer=Layer.DRIVER)
     health = ctx.healths.assess(node, ctx.view) if node is not None else None
-    runtime_classes = None
+    runtime_classes = None  # not read, or could not be: no "RuntimeClass missing" then
     if spec.get("runtimeClassName"):
-        runtime_classes = ctx.read("RuntimeClass", None, layer=Layer.DRIVER)
+        runtime_classes = ctx.try_read("RuntimeClass", None, layers=(Layer.DRIVER,))
     signals = check_scheduled_pod(
         pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes
     )

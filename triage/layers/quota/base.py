@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, condition, meta
+from triage.cluster.source import DeadlineExceededError, ReadFailedError
+from triage.model import Layer
 from triage.signals import Signal, Unknown
 
 Reader = Callable[[str, str | None], list[Obj]]
@@ -19,9 +21,15 @@ class QuotaInput:
     template: Obj | None  # a pod-shaped object for a workload's pods yet to be created
     workloads: list[Obj]  # the owner chain, outermost first (Deployment, ReplicaSet) or [Job]
     workload_events: list[Event]
-    read: Reader  # read(kind, namespace) raising ForbiddenError
+    read: Reader  # read(kind, namespace) raising ReadFailedError
     signals: list[Signal] = field(default_factory=list)
     unknowns: list[Unknown] = field(default_factory=list)
+
+    def could_not(self, e: ReadFailedError) -> None:
+        """A read failed: the quota layer is unknown (the command's deadline ends it)."""
+        if isinstance(e, DeadlineExceededError):
+            raise e
+        self.unknowns.append(Unknown(Layer.QUOTA, str(e), e))
 
 
 def find_owned(objs: list[Obj], owners: list[tuple[str, str]]) -> Obj | None:

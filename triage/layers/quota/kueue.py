@@ -4,10 +4,10 @@ Workload, LocalQueue and ClusterQueue (stopped, inactive, out of quota, evicted,
 from __future__ import annotations
 
 from triage.cluster.objects import Obj, annotations_of, condition, labels, name_of
-from triage.cluster.source import ForbiddenError
+from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput, condition_false, find_owned
 from triage.model import Layer
-from triage.signals import Signal, Unknown
+from triage.signals import Signal
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
@@ -49,8 +49,8 @@ def check_kueue(inp: QuotaInput) -> None:
         wls = inp.read("Workload", inp.namespace)
         lqs = inp.read("LocalQueue", inp.namespace)
         cqs = inp.read("ClusterQueue", None)
-    except ForbiddenError as e:
-        inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
+    except ReadFailedError as e:
+        inp.could_not(e)
         inp.signals.append(
             Signal(Layer.QUOTA, "quota.kueue-pending", f"{what}, waiting for admission")
         )

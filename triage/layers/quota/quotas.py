@@ -7,10 +7,10 @@ import re
 
 from triage.cluster.objects import Obj, name_of
 from triage.cluster.quantities import amount, fmt_amount, pod_requests, resources
-from triage.cluster.source import ForbiddenError
+from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput
 from triage.model import Layer
-from triage.signals import Signal, Unknown
+from triage.signals import Signal
 
 
 def _limits(pod: Obj) -> dict[str, int]:
@@ -33,8 +33,8 @@ def _quota_need(key: str, pod: Obj) -> int | None:
 def check_resource_quotas(inp: QuotaInput) -> None:
     try:
         quotas = inp.read("ResourceQuota", inp.namespace)
-    except ForbiddenError as e:  # the layer becomes unknown, with what to grant
-        inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
+    except ReadFailedError as e:
+        inp.could_not(e)
         return
     subject = inp.template if inp.pod is None else inp.pod
     for rq in quotas:
@@ -133,8 +133,8 @@ def check_priority(inp: QuotaInput) -> None:
         return
     try:
         classes = inp.read("PriorityClass", None)
-    except ForbiddenError as e:
-        inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
+    except ReadFailedError as e:
+        inp.could_not(e)
         return
     if classes and not any(name_of(c) == pc_name for c in classes):
         inp.signals.append(

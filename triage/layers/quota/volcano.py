@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from triage.cluster.objects import annotations_of, name_of
-from triage.cluster.source import ForbiddenError
+from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput
 from triage.model import Layer
-from triage.signals import Signal, Unknown
+from triage.signals import Signal
 
 VOLCANO_GROUP = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 
@@ -22,8 +22,8 @@ def check_volcano(inp: QuotaInput) -> None:
     try:
         pgs = inp.read("PodGroup", inp.namespace)
         queues = inp.read("Queue", None)
-    except ForbiddenError as e:
-        inp.unknowns.append(Unknown(Layer.QUOTA, str(e)))
+    except ReadFailedError as e:
+        inp.could_not(e)
         return
     pg = next((p for p in pgs if name_of(p) == group), None)
     if pg is None:

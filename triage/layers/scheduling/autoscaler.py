@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import yaml
-
+from triage.cluster.bounded import loads_yaml
 from triage.cluster.events import Event, parse_time
 from triage.cluster.objects import Obj
 from triage.cluster.quantities import amount
@@ -204,10 +203,10 @@ class CaStatus:
         text = str(((configmap or {}).get("data") or {}).get("status") or "")
         if not text:
             return None
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError:
-            doc = None
+        try:  # YAML from the cluster: parsed within the same bounds as a snapshot
+            doc = loads_yaml(text[:_MAX_STATUS])
+        except (ValueError, UnicodeError):
+            doc = None  # the plain-text status of older versions, or unreadable: the text
         return cls(text, doc if isinstance(doc, dict) else {})
 
     def age(self, now: datetime) -> timedelta:
@@ -216,15 +215,18 @@ class CaStatus:
     def groups(self, limit: int = 5) -> list[str]:
         """Node groups at their maximum, in backoff or unhealthy, one line each."""
         out = []
-        for g in self.doc.get("nodeGroups") or []:
-            health, up = g.get("health") or {}, g.get("scaleUp") or {}
+        groups = self.doc.get("nodeGroups")
+        for g in groups if isinstance(groups, list) else []:
+            if not isinstance(g, dict):
+                continue
+            health, up = _mapping(g.get("health")), _mapping(g.get("scaleUp"))
             target, top = health.get("cloudProviderTarget"), health.get("maxSize")
             name = str(g.get("name", "?")).rsplit("/", 1)[-1]
             notes = []
             if isinstance(target, int) and isinstance(top, int) and target >= top:
                 notes.append(f"at its maximum ({target}/{top} nodes)")
             if up.get("status") == "Backoff":
-                info = up.get("backoffInfo") or {}
+                info = _mapping(up.get("backoffInfo"))
                 notes.append(
                     f"in backoff: {info.get('errorCode', '?')} {info.get('errorMessage', '')}".rstrip()
                 )
@@ -235,6 +237,13 @@ class CaStatus:
         if len(out) > limit:
             out = [*out[:limit], f"… and {len(out) - limit} more node group(s)"]
         return [f"cluster-autoscaler-status ({self.time}): " + o for o in out]
+
+
+_MAX_STATUS = 1 << 20  # a ConfigMap holds at most 1 MiB
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _limits(pool: Obj) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.cluster.quantities import gpu_requests, pod_requests
-from triage.cluster.source import ForbiddenError, SourceError
+from triage.cluster.source import DeadlineExceededError, ReadFailedError
 from triage.cluster.usage import NodeUsage
 from triage.layers.base import VIEW_EXACT, Context, Outcome
 from triage.layers.bound import on_node
@@ -31,7 +31,7 @@ from triage.layers.scheduling.reasons import (
 )
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
 from triage.model import Layer
-from triage.signals import owned
+from triage.signals import Signal, owned
 
 REPORTED = "scheduling.scheduler-reported"  # the scheduler's words, when nothing explains them
 
@@ -54,11 +54,14 @@ def check(ctx: Context) -> Outcome:
         shape = _shape(ctx, pod, requests)
     filters: PodFilters | None = None
     if shape is not None:
-        placement, evaluation = shared_evaluation(
-            ctx, shape, lambda: Placement(pod=pod, requests=requests)
-        )
+        shared = shared_evaluation(ctx, shape, lambda: Placement(pod=pod, requests=requests))
+        if shared is None:
+            return _unjudged(ctx, pod, claims.signals)
+        placement, evaluation = shared
     else:
-        nodes = ctx.read("Node", None, layer=Layer.SCHEDULING)
+        nodes = _nodes(ctx)
+        if nodes is None:
+            return _unjudged(ctx, pod, claims.signals)
         usage = _usage(ctx)
         filters = _filters(ctx, pod, nodes, usage, existing=existing)
         placement = Placement(
@@ -96,24 +99,55 @@ Shape = tuple[str, str]
 SHAPE = "shape"  # the tag of a shape's key among what a triage depends on
 
 
+def _nodes(ctx: Context) -> list[Obj] | None:
+    """Every node, or None when they cannot be read: each node's driver and device plugin
+    are judged from its object, and placement is the nodes, so all three are then unknown."""
+    return ctx.try_read("Node", None, layers=(Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING))
+
+
+def _unjudged(ctx: Context, pod: Obj, claims: list[Signal]) -> Outcome:
+    """The nodes could not be read: no node is judged (an empty list would read as "the
+    cluster has no GPU node"); the scheduler's own words, when it left any, are evidence."""
+    signals = list(claims)
+    said = latest_failed_scheduling(pod, ctx.pod_events)
+    if said is not None:
+        signals.append(
+            Signal(
+                Layer.SCHEDULING,
+                REPORTED,
+                f"the scheduler reports: {said[0]}",
+                blocking=False,
+                evidence=[f"scheduler: {said[0]}"],
+            )
+        )
+    return Outcome(signals=signals)
+
+
 def shared_evaluation(
     ctx: Context, shape: Shape, placement: Placement | Callable[[], Placement]
-) -> tuple[Placement, Evaluation]:
+) -> tuple[Placement, Evaluation] | None:
     """Every node judged for pods of one shape: once per sweep, shared by its triages (and
     once per triage outside a sweep). The triage depends on the digest of what it takes from
-    the evaluation, not on the nodes it read for it (`Context.depend`)."""
+    the evaluation, not on the nodes it read for it (`Context.depend`). None when the nodes
+    cannot be read (the layers are then unknown)."""
     shared, key = ctx.shared, (SHAPE, shape)
     if shared is not None and shape in shared:
         kept, evaluation, unknowns = shared[shape]
         for u in unknowns:  # what could not be read for the evaluation is unknown here too
-            ctx.unknown(u.layer, u.reason)
+            ctx.unknown(u.layer, u.reason, error=u.error)
+        if evaluation is None:
+            return None
         ctx.depend(key, shared[("digest", key)])
         return kept, evaluation
     if not isinstance(placement, Placement):
         placement = placement()
     before = len(ctx.unknowns)
     with ctx.aside():
-        nodes = ctx.read("Node", None, layer=Layer.SCHEDULING)
+        nodes = _nodes(ctx)
+        if nodes is None:
+            if shared is not None:
+                shared[shape] = (placement, None, ctx.unknowns[before:])
+            return None
         usage = _usage(ctx)
         healths = ctx.healths.all(nodes, ctx.view)
     made = placement
@@ -164,10 +198,12 @@ def _shape(ctx: Context, pod: Obj, requests: Mapping[str, int]) -> Shape | None:
 
 
 def _usage(ctx: Context) -> Mapping[str, NodeUsage]:
+    """What the pods on each node request; {} when the pods cannot be listed (free resources
+    are then not known: the scheduling layer is unknown)."""
     try:
         return ctx.source.node_usage()
-    except ForbiddenError as e:
-        ctx.unknown(Layer.SCHEDULING, str(e))
+    except ReadFailedError as e:
+        ctx.could_not(e, Layer.SCHEDULING)
         return {}
 
 
@@ -189,23 +225,30 @@ def _filters(
     """The volume, port, spread and pod-affinity filters, when any applies to the pod."""
     if not existing and not needs_filters(pod):
         return None
+    source = ctx.source
     view = FilterView(
         pod,
-        get=ctx.getter(Layer.SCHEDULING),
-        read=ctx.reader(Layer.SCHEDULING),
+        get=lambda kind, name, ns: source.get(kind, name, namespace=ns),
+        read=lambda kind, ns: source.objects(kind, namespace=ns),
         events=ctx.events,
         nodes=nodes,
         usage=usage,
     )
-    return PodFilters(view, existing_anti_affinity=existing)
+    return PodFilters(
+        view,
+        existing_anti_affinity=existing,
+        unread=lambda e: ctx.could_not(e, Layer.SCHEDULING),
+    )
 
 
 def _scaling_reads(ctx: Context, pod: Obj) -> ScalingReads:
     def ca_status() -> Obj | None:
         try:
             return ctx.source.get("ConfigMap", STATUS_NAME, namespace=STATUS_NS)
-        except SourceError as e:
-            ctx.notes.append(f"cluster-autoscaler status not read ({e})")
+        except ReadFailedError as e:
+            if isinstance(e, DeadlineExceededError):
+                raise
+            ctx.note(f"cluster-autoscaler status not read ({e})")
             return None
 
     def autoscalers() -> list[str]:

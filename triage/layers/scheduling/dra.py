@@ -320,11 +320,19 @@ def check_claims(ctx: Context, pod: Obj, stacks: StackView) -> ClaimCheck:
     out = ClaimCheck()
     if not (pod.get("spec") or {}).get("resourceClaims"):
         return out
-    claims_here = ctx.read("ResourceClaim", ctx.target.namespace, layer=Layer.SCHEDULING)
+    # Every read or none: a claim judged on a list that could not be read would "not exist",
+    # and a device class or slice missing from it would leave "no device" on every node.
+    both = (Layer.DEVICE_PLUGIN, Layer.SCHEDULING)
+    claims_here = ctx.try_read("ResourceClaim", ctx.target.namespace, layers=both)
+    classes = ctx.try_read("DeviceClass", None, layers=both)
+    slices = ctx.try_read("ResourceSlice", None, layers=both)
+    claims_all = ctx.try_read("ResourceClaim", None, layers=both)
+    if claims_here is None or classes is None or slices is None or claims_all is None:
+        return out
     view = DraView(
-        classes={name_of(c): c for c in ctx.read("DeviceClass", None, layer=Layer.DEVICE_PLUGIN)},
-        devices=devices_of(ctx.read("ResourceSlice", None, layer=Layer.DEVICE_PLUGIN)),
-        claims=ctx.read("ResourceClaim", None, layer=Layer.SCHEDULING),
+        classes={name_of(c): c for c in classes},
+        devices=devices_of(slices),
+        claims=claims_all,
     )
     for node, roles in stacks.pods_by_node.items():
         if "dra-plugin" in roles:

@@ -14,7 +14,10 @@ shared `FilterView`; this module runs them in the scheduler's order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from triage.cluster.objects import Obj
+from triage.cluster.source import ReadFailedError
 from triage.layers.scheduling.filters.affinity import InterPodAffinity, required_terms
 from triage.layers.scheduling.filters.ports import NodePorts, host_ports
 from triage.layers.scheduling.filters.spread import TopologySpread, hard_constraints
@@ -36,16 +39,61 @@ def needs_filters(pod: Obj) -> bool:
     )
 
 
-class PodFilters:
-    """The filters for one pod, over one view of the cluster."""
+Unread = Callable[[ReadFailedError], None]
 
-    def __init__(self, view: FilterView, *, existing_anti_affinity: bool = False) -> None:
+
+def _raise(e: ReadFailedError) -> None:
+    raise e
+
+
+class _Guarded:
+    """A filter that stops judging once a read it needs fails: its reasons would rest on a
+    list or object it never saw ("claim X does not exist"). `unread` says what failed."""
+
+    def __init__(self, make: Callable[[], Filter], unread: Unread) -> None:
+        self._unread = unread
+        self._inner: Filter | None = None
+        try:
+            self._inner = make()
+        except ReadFailedError as e:
+            unread(e)
+
+    def pre_filter(self) -> list[Signal]:
+        if self._inner is None:
+            return []
+        try:
+            return self._inner.pre_filter()
+        except ReadFailedError as e:
+            self._fail(e)
+            return []
+
+    def filter(self, node: str, obj: Obj) -> Refusal | None:
+        if self._inner is None:
+            return None
+        try:
+            return self._inner.filter(node, obj)
+        except ReadFailedError as e:
+            self._fail(e)
+            return None
+
+    def _fail(self, e: ReadFailedError) -> None:
+        self._inner = None
+        self._unread(e)
+
+
+class PodFilters:
+    """The filters for one pod, over one view of the cluster. A filter whose reads fail says
+    so through `unread` and judges no further (by default the failure is raised)."""
+
+    def __init__(
+        self, view: FilterView, *, existing_anti_affinity: bool = False, unread: Unread = _raise
+    ) -> None:
         self.view = view
-        self.before: tuple[Filter, ...] = (NodePorts(self.view),)
+        self.before: tuple[Filter, ...] = (_Guarded(lambda: NodePorts(view), unread),)
         self.after: tuple[Filter, ...] = (
-            Volumes(self.view),
-            TopologySpread(self.view),
-            InterPodAffinity(self.view, existing=existing_anti_affinity),
+            _Guarded(lambda: Volumes(view), unread),
+            _Guarded(lambda: TopologySpread(view), unread),
+            _Guarded(lambda: InterPodAffinity(view, existing=existing_anti_affinity), unread),
         )
 
     def pod_level(self) -> list[Signal]:
