@@ -27,17 +27,38 @@ _QUANTITY = re.compile(
 )
 
 
+_MAX_DIGITS = 30  # 10**30 of anything is past every resource Kubernetes counts in an int64
+
+
 def quantity(value: Any) -> Decimal:
-    """Parse a Kubernetes quantity ("500m", "16Gi", "1e3", 2). Raises ValueError if malformed."""
+    """Parse a Kubernetes quantity ("500m", "16Gi", "1e3", 2). Raises ValueError if malformed
+    or beyond what Kubernetes counts (an int64 of the base unit)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"not a Kubernetes quantity: {value!r}")
     text = str(value).strip()
-    m = _QUANTITY.match(text)
+    m = _QUANTITY.match(text) if len(text) <= 64 else None
     if not m:
-        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+        raise ValueError(f"not a Kubernetes quantity: {text[:64]!r}")
     try:
         number = Decimal(m.group(1))
     except InvalidOperation as e:
         raise ValueError(f"not a Kubernetes quantity: {text!r}") from e
-    return number * Decimal(_SUFFIX[m.group(2) or ""])
+    if not number.is_finite() or (number and number.adjusted() > _MAX_DIGITS):
+        raise ValueError(f"quantity out of range: {text!r}")
+    q = number * Decimal(_SUFFIX[m.group(2) or ""])
+    if abs(q) >= 2**63:
+        raise ValueError(f"quantity out of range: {text!r}")
+    return q
+
+
+def is_extended(resource: str) -> bool:
+    """Whether Kubernetes counts `resource` as an extended resource (a device plugin's, any
+    name with a domain outside kubernetes.io): whole units, request equal to limit."""
+    return (
+        "/" in resource
+        and "kubernetes.io/" not in resource
+        and not resource.startswith("requests.")
+    )
 
 
 def amount(resource: str, value: Any) -> int:

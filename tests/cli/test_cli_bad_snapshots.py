@@ -1,0 +1,313 @@
+"""Damaged snapshots through the CLI: each is refused with one line naming the file, the object
+and the field (exit 2), or read with what it lacks said; none takes more than 10 s or 1 GB,
+hangs, or ends in a traceback; none is silently judged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+BIN = Path(sys.executable).with_name("gpu-triage")
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+BASE = FIXTURES / "selector-mismatch.yaml"  # research/llama-eval-0 asks for 8 GPUs
+POD = ("llama-eval-0", "-n", "research")
+SECONDS, BYTES = 10.0, 1 << 30
+
+
+def run(path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """The CLI on a snapshot, within the budget of time and memory (both checked here: the
+    child's own peak RSS, from wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [str(BIN), "why-pending", *POD, "--snapshot", str(path), *args],
+            stdout=out,
+            stderr=err,
+            env={**os.environ, **(env or {})},
+        )
+        killer = threading.Timer(SECONDS * 3, proc.kill)  # a hang fails, it does not block
+        killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        took = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    assert took < SECONDS, f"took {took:.1f} s: {stderr}"
+    assert usage.ru_maxrss * 1024 < BYTES, f"peak RSS {usage.ru_maxrss >> 10} MB"
+    assert "Traceback" not in stderr, stderr
+    return proc.returncode, stdout, stderr
+
+
+def items(path: Path = BASE) -> list[dict[str, Any]]:
+    return list(yaml.safe_load(path.read_text())["items"])
+
+
+def the_pod(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(o for o in objs if o["kind"] == "Pod" and o["metadata"]["name"] == POD[0])
+
+
+def write(tmp: Path, objs: list[dict[str, Any]], name: str = "snap.yaml") -> Path:
+    """The objects as one List, in JSON, which is YAML too: every string stays a string."""
+    path = tmp / name
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}, indent=1))
+    return path
+
+
+def refused(tmp: Path, path: Path, *needles: str) -> str:
+    code, out, err = run(path)
+    lines = err.splitlines()
+    assert code == 2 and out == "", err
+    assert len(lines) == 1 and lines[0].startswith("gpu-triage: error: "), err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# --- bounded reading and parsing -----------------------------------------------------------
+
+
+def test_deep_json(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    refused(tmp_path, path, "deep.json: invalid JSON", "depth")
+
+
+def test_deep_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    refused(tmp_path, path, "deep.yaml: invalid YAML")
+
+
+def test_deep_but_parseable_values_are_refused_before_the_engine_walks_them(
+    tmp_path: Path,
+) -> None:
+    objs = items()
+    the_pod(objs)["spec"]["affinity"] = json.loads('{"a": ' * 500 + "1" + "}" * 500)
+    refused(tmp_path, _json(tmp_path, objs), "Pod research/llama-eval-0", "nested more than")
+
+
+def _json(tmp: Path, objs: list[dict[str, Any]]) -> Path:
+    path = tmp / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    return path
+
+
+ALIAS_BOMB = "".join(
+    [
+        "a: &a [x, x, x, x, x, x, x, x, x]\n",
+        *(
+            f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n"
+            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+        ),
+    ]
+)
+
+
+def test_alias_bomb(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB + "kind: Pod\nmetadata: {name: x}\n")
+    refused(tmp_path, path, "bomb.yaml: invalid YAML", "alias")
+
+
+def test_alias_bomb_inside_a_field(tmp_path: Path) -> None:
+    bomb = "\n".join("    " + line for line in ALIAS_BOMB.splitlines())
+    path = tmp_path / "bomb.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: llama-eval-0\n  namespace: research\n"
+        f"spec:\n  affinity:\n{bomb}\n  containers: [{{name: c}}]\n"
+    )
+    refused(tmp_path, path, "bomb.yaml: invalid YAML", "alias")
+
+
+def test_too_many_documents(tmp_path: Path) -> None:
+    path = tmp_path / "docs.yaml"
+    path.write_text("---\n" * 2_000_000)
+    refused(tmp_path, path, "more than 1,000,000 YAML documents")
+
+
+def test_a_fifo_is_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "x.yaml")  # nothing writes to it: reading it would block forever
+    write(tmp_path, items(), "cluster.yaml")
+    refused(tmp_path, tmp_path, "x.yaml: not a regular file (a FIFO)")
+    refused(tmp_path, tmp_path / "x.yaml", "not a regular file")
+
+
+def test_a_device_is_not_read(tmp_path: Path) -> None:
+    write(tmp_path, items(), "cluster.yaml")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    refused(tmp_path, tmp_path, "zero.yaml: not a regular file (a device")
+
+
+def test_a_snapshot_over_the_size_limit_is_refused_at_once(tmp_path: Path) -> None:
+    path = write(tmp_path, items() * 1)
+    code, _, err = run(path, env={"GPU_TRIAGE_SNAPSHOT_MAX_MB": "0"})  # 0 means the default
+    assert code == 0, err
+    big = tmp_path / "big.yaml"
+    big.write_text(path.read_text() + "#" * (2 << 20))
+    code, _, err = run(big, env={"GPU_TRIAGE_SNAPSHOT_MAX_MB": "1"})
+    assert code == 2 and "larger than GPU_TRIAGE_SNAPSHOT_MAX_MB allows (1 MiB" in err
+
+
+@pytest.mark.parametrize("shape", ["[" + ",".join(["{}"] * 3_500_000) + "]",
+                                   "- {}\n" * 3_500_000])  # fmt: skip
+def test_dense_input_is_bounded_by_its_values(tmp_path: Path, shape: str) -> None:
+    path = tmp_path / ("dense.json" if shape.startswith("[") else "dense.yaml")
+    path.write_text(shape)
+    refused(tmp_path, path, "holds more values than GPU_TRIAGE_SNAPSHOT_MAX_MB allows")
+
+
+# --- objects the API server would refuse -----------------------------------------------------
+
+
+def _edit(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        objs = items()
+        change(the_pod(objs))
+        return write(tmp, objs)
+
+    return make
+
+
+def _node(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        objs = items()
+        change(next(o for o in objs if o["kind"] == "Node"))
+        return write(tmp, objs)
+
+    return make
+
+
+def _gpu(value: Any) -> Callable[[dict[str, Any]], None]:
+    def set_it(pod: dict[str, Any]) -> None:
+        res = pod["spec"]["containers"][0]["resources"]
+        res["requests"]["nvidia.com/gpu"] = res["limits"]["nvidia.com/gpu"] = value
+
+    return set_it
+
+
+def _set(*path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def set_it(obj: dict[str, Any]) -> None:
+        cur = obj
+        for part in path[:-1]:
+            cur = cur[part]
+        cur[path[-1]] = value
+
+    return set_it
+
+
+BAD_OBJECTS: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
+    "metadata a string": (_edit(_set("metadata", value="hello")),
+                          ("metadata: expected a mapping, got a string",)),
+    "spec a string": (_edit(_set("spec", value="x")),
+                      ("Pod research/llama-eval-0", "spec: expected a mapping")),
+    "containers a mapping": (_edit(_set("spec", "containers", value={"name": "x"})),
+                             ("spec.containers: expected a list",)),
+    "a label a number": (_edit(_set("metadata", "labels", value={"team": 7})),
+                         ("metadata.labels.team: expected a string, got an integer",)),
+    "limits a list": (_edit(lambda p: p["spec"]["containers"][0]["resources"].update(limits=[1])),
+                      ("resources.limits: expected a mapping, got a list",)),
+    "kind a list": (_edit(_set("kind", value=["Pod"])), ("kind: expected a string, got list",)),
+    "gpu -1": (_edit(_gpu("-1")), ("nvidia.com/gpu: '-1' is negative",)),
+    "gpu lots": (_edit(_gpu("lots")), ("nvidia.com/gpu: not a Kubernetes quantity: 'lots'",)),
+    "gpu 0.5": (_edit(_gpu("0.5")), ("nvidia.com/gpu: '0.5' is not a whole number",)),
+    "gpu 100m": (_edit(_gpu("100m")), ("nvidia.com/gpu: '100m' is not a whole number",)),
+    "gpu 1e99999999": (_edit(_gpu("1e99999999")), ("quantity out of range: '1e99999999'",)),
+    "gpu request above limit": (
+        _edit(lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(
+            {"nvidia.com/gpu": "9"})),
+        ("requests.nvidia.com/gpu: must equal its limit",)),
+    "memory 1e99999999": (
+        _edit(lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(
+            memory="1e99999999")),
+        ("requests.memory: quantity out of range",)),
+    "negative allocatable": (_node(lambda n: n["status"]["allocatable"].update(
+        {"nvidia.com/gpu": "-8"})), ("status.allocatable.nvidia.com/gpu: '-8' is negative",)),
+    "a node without a name": (_node(lambda n: n["metadata"].pop("name")),
+                              ("a Node without a name: metadata.name: missing",)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_OBJECTS))
+def test_objects_the_api_server_would_refuse(tmp_path: Path, case: str) -> None:
+    make, needles = BAD_OBJECTS[case]
+    refused(tmp_path, make(tmp_path), "snap.yaml: ", *needles)
+
+
+def test_two_different_copies_of_one_object_are_refused(tmp_path: Path) -> None:
+    objs = items()
+    write(tmp_path, objs, "a.yaml")
+    changed = json.loads(json.dumps(the_pod(objs)))
+    changed["status"]["phase"] = "Running"
+    write(tmp_path, [changed], "b.yaml")
+    refused(tmp_path, tmp_path, "Pod research/llama-eval-0 appears twice", "a.yaml", "b.yaml")
+    (tmp_path / "b.yaml").unlink()
+    write(tmp_path, [the_pod(objs)], "b.yaml")  # the same copy twice: one is kept
+    code, out, err = run(tmp_path)
+    assert code == 0 and "BLOCKED at layer scheduling" in out, err
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "the snapshot holds no objects"),
+        ("apiVersion: v1\nkind: List\nitems: 5\n", "a List's items must be a list, not int"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+         "holds no objects of the kinds the engine reads"),
+        ("just words\n", "expected Kubernetes objects"),
+        ("a: 1\na: 2\nkind: Pod\n", "duplicate mapping key"),
+    ],
+)  # fmt: skip
+def test_empty_and_shapeless_snapshots(tmp_path: Path, content: str, needle: str) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(content)
+    refused(tmp_path, path, needle)
+
+
+# --- what a snapshot lacks is said, not judged ----------------------------------------------
+
+
+def test_a_snapshot_without_nodes_leaves_the_node_layers_unknown(tmp_path: Path) -> None:
+    path = write(tmp_path, [o for o in items() if o["kind"] != "Node"])
+    code, out, err = run(path, "-o", "json", "--exit-code")
+    assert code == 5, err
+    report = json.loads(out)
+    assert report["answer"] == "unknown" and report["failing_layer"] is None
+    assert {"driver", "scheduling"} <= set(report["unknown_layers"])
+    assert report["unread"][0]["fault"] == "not-in-snapshot"
+    assert "holds no Nodes" in report["unread"][0]["message"]
+
+
+def test_objects_of_an_api_version_the_engine_does_not_read_make_their_kind_unknown(
+    tmp_path: Path,
+) -> None:
+    objs = items(FIXTURES / "resourcequota-exceeded.yaml")
+    for o in objs:
+        if o["kind"] == "ResourceQuota":
+            o["apiVersion"] = "v2"
+    path = write(tmp_path, objs)
+    p = subprocess.run(
+        [str(BIN), "why-pending", "pretrain-13b", "-n", "team-nlp", "--snapshot", str(path),
+         "-o", "json", "--exit-code"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    report = json.loads(p.stdout)  # the Job's FailedCreate events still show the quota...
+    assert report["failing_layer"] == "quota" and p.returncode == 1, p.stderr
+    assert report["unknown_layers"] == ["quota"]  # ...but not the ResourceQuota objects
+    [unread] = report["unread"]
+    assert unread["fault"] == "not-in-snapshot" and unread["resource"] == "resourcequotas"
+    assert "the snapshot's ResourceQuota objects are v2" in unread["message"]

@@ -1,0 +1,345 @@
+"""The shape of the objects the engine reads, checked as the API server would check them.
+
+A live API server never hands out a pod whose `metadata` is a string, whose labels are
+numbers or whose GPU request is "-1": it refuses to store them. A snapshot is a file, and a
+file can hold anything; the engine reads fields without a type check at every step, so a
+wrong type would end in a traceback, and a bad quantity would vanish silently ("requests no
+NVIDIA resources"). So every object of a snapshot is checked here first: the fields the
+engine reads have the types the API declares, and every resource quantity parses by
+Kubernetes' rules (an extended resource such as `nvidia.com/gpu` is a whole number, never
+negative, and its request equals its limit). `check` names the field that is wrong.
+
+The types below cover what the engine reads of each kind (any other field is not looked at);
+a field the engine starts to read belongs here too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, TypedDict
+
+import msgspec
+
+from triage.cluster.objects import Obj
+from triage.cluster.quantities import amount, is_extended, quantity
+
+Quantity = str | int | float
+Resources = dict[str, Quantity] | None
+Labels = dict[str, str] | None
+
+
+class _Owner(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None
+
+
+class _Meta(TypedDict, total=False):
+    name: str
+    namespace: str | None
+    uid: str | None
+    labels: Labels
+    annotations: Labels
+    ownerReferences: list[_Owner] | None
+    creationTimestamp: str | None
+    deletionTimestamp: str | None
+    generation: int | None
+    resourceVersion: str | None
+
+
+class _Condition(TypedDict, total=False):
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+    lastTransitionTime: str | None
+    lastHeartbeatTime: str | None
+
+
+class _ResourceRequirements(TypedDict, total=False):
+    requests: Resources
+    limits: Resources
+    claims: list[dict[str, Any]] | None
+
+
+class _Container(TypedDict, total=False):
+    name: str
+    image: str | None
+    resources: _ResourceRequirements | None
+    restartPolicy: str | None
+    ports: list[dict[str, Any]] | None
+
+
+class _Toleration(TypedDict, total=False):
+    key: str | None
+    operator: str | None
+    value: str | None
+    effect: str | None
+    tolerationSeconds: int | None
+
+
+class _PodSpec(TypedDict, total=False):
+    nodeName: str | None
+    nodeSelector: Labels
+    affinity: dict[str, Any] | None
+    tolerations: list[_Toleration] | None
+    containers: list[_Container] | None
+    initContainers: list[_Container] | None
+    overhead: Resources
+    priority: int | None
+    priorityClassName: str | None
+    preemptionPolicy: str | None
+    runtimeClassName: str | None
+    schedulingGates: list[dict[str, Any]] | None
+    resourceClaims: list[dict[str, Any]] | None
+    schedulerName: str | None
+    topologySpreadConstraints: list[dict[str, Any]] | None
+    volumes: list[dict[str, Any]] | None
+
+
+class _ContainerStatus(TypedDict, total=False):
+    name: str
+    state: dict[str, Any] | None
+    lastState: dict[str, Any] | None
+    ready: bool | None
+    restartCount: int | None
+
+
+class _PodStatus(TypedDict, total=False):
+    phase: str | None
+    conditions: list[_Condition] | None
+    reason: str | None
+    message: str | None
+    nominatedNodeName: str | None
+    containerStatuses: list[_ContainerStatus] | None
+    initContainerStatuses: list[_ContainerStatus] | None
+
+
+class _Pod(TypedDict, total=False):
+    spec: _PodSpec | None
+    status: _PodStatus | None
+
+
+class _Taint(TypedDict, total=False):
+    key: str
+    value: str | None
+    effect: str
+
+
+class _NodeSpec(TypedDict, total=False):
+    taints: list[_Taint] | None
+    unschedulable: bool | None
+    providerID: str | None
+
+
+class _NodeStatus(TypedDict, total=False):
+    capacity: Resources
+    allocatable: Resources
+    conditions: list[_Condition] | None
+    nodeInfo: dict[str, Any] | None
+
+
+class _Node(TypedDict, total=False):
+    spec: _NodeSpec | None
+    status: _NodeStatus | None
+
+
+class _Template(TypedDict, total=False):
+    metadata: _Meta | None
+    spec: _PodSpec | None
+
+
+class _WorkloadSpec(TypedDict, total=False):
+    replicas: int | None
+    parallelism: int | None
+    suspend: bool | None
+    template: _Template | None
+
+
+class _Workload(TypedDict, total=False):
+    spec: _WorkloadSpec | None
+    status: dict[str, Any] | None
+
+
+class _QuotaSpec(TypedDict, total=False):
+    hard: Resources
+    scopes: list[str] | None
+    scopeSelector: dict[str, Any] | None
+
+
+class _QuotaStatus(TypedDict, total=False):
+    hard: Resources
+    used: Resources
+
+
+class _Quota(TypedDict, total=False):
+    spec: _QuotaSpec | None
+    status: _QuotaStatus | None
+
+
+class _Ref(TypedDict, total=False):
+    kind: str | None
+    name: str | None
+    namespace: str | None
+
+
+class _Series(TypedDict, total=False):
+    count: int | None
+    lastObservedTime: str | None
+
+
+class _Event(TypedDict, total=False):
+    involvedObject: _Ref | None
+    regarding: _Ref | None
+    reason: str | None
+    message: str | None
+    note: str | None
+    type: str | None
+    count: int | None
+    deprecatedCount: int | None
+    series: _Series | None
+    lastTimestamp: str | None
+    firstTimestamp: str | None
+    eventTime: str | None
+
+
+class _Other(TypedDict, total=False):
+    spec: dict[str, Any] | None
+    status: dict[str, Any] | None
+
+
+class _Head(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: _Meta
+
+
+_BODY: dict[str, type] = {
+    "Pod": _Pod,
+    "Node": _Node,
+    "ResourceQuota": _Quota,
+    "Event": _Event,
+    **dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet"), _Workload),
+}
+# The place of every resource map a kind carries: (path from the object, what it is).
+_RESOURCE_MAPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Node": (("status", "capacity"), ("status", "allocatable")),
+    "ResourceQuota": (("spec", "hard"), ("status", "hard"), ("status", "used")),
+}
+_MSGSPEC = re.compile(
+    r"Expected `(?P<want>[^`]+)`, got `(?P<got>[^`]+)`(?: - at `\$(?P<at>[^`]*)`)?"
+)
+_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
+          "object": "a mapping", "array": "a list", "null": "null"}  # fmt: skip
+
+
+class InvalidObjectError(ValueError):
+    """An object the API server would refuse; `str(e)` names the field."""
+
+
+def check(obj: Obj) -> None:
+    """Raise InvalidObjectError when the object is not one the API server would store: a
+    field the engine reads has the wrong type, or a resource quantity is not valid."""
+    _convert(obj, _Head)
+    name = obj["metadata"].get("name") if isinstance(obj.get("metadata"), dict) else None
+    if "metadata" not in obj or not name:
+        raise InvalidObjectError("metadata.name: missing (every object has a name)")
+    kind = str(obj["kind"])
+    _convert(obj, _BODY.get(kind, _Other))
+    for field, value, integer in _quantities(kind, obj):
+        _check_quantity(field, value, integer=integer)
+    if kind == "Pod":
+        _check_pod_requests(obj.get("spec") or {}, "spec")
+    elif kind in _WORKLOADS:
+        template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+        _check_pod_requests(template, "spec.template.spec")
+
+
+_WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+
+
+def _convert(obj: Obj, shape: type) -> None:
+    try:
+        msgspec.convert(obj, shape)
+    except msgspec.ValidationError as e:
+        raise InvalidObjectError(_said(str(e), obj)) from None
+
+
+def _said(message: str, obj: Obj) -> str:
+    """msgspec's "Expected `str`, got `int` - at `$.metadata.labels[...]`", in our words:
+    "metadata.labels.team: expected a string, got an integer"."""
+    m = _MSGSPEC.match(message)
+    if m is None:
+        return message
+    at = (m.group("at") or "").lstrip(".")
+    if at.endswith("[...]"):  # a value of a mapping: name its key
+        at = _bad_key(obj, at.removesuffix("[...]"), m.group("want"))
+    want = " or ".join(_WORDS.get(w, w) for w in m.group("want").split(" | ") if w != "null")
+    return (
+        f"{at or '(the object)'}: expected {want}, got {_WORDS.get(m.group('got'), m.group('got'))}"
+    )
+
+
+def _bad_key(obj: Obj, path: str, want: str) -> str:
+    cur: Any = obj
+    for part in re.findall(r"[^.\[\]]+", path):
+        cur = cur[int(part)] if isinstance(cur, list) else (cur or {}).get(part)
+    types: dict[str, tuple[type, ...]] = {
+        "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
+    }  # fmt: skip
+    allowed = tuple(t for w in want.split(" | ") for t in types.get(w, ()))
+    if isinstance(cur, dict):
+        for k, v in cur.items():
+            if v is not None and (not allowed or not isinstance(v, allowed)):
+                return f"{path}.{k}"
+    return path
+
+
+def _quantities(kind: str, obj: Obj) -> Iterator[tuple[str, Any, bool]]:
+    """(field, quantity, must be whole) for every resource quantity outside pod specs."""
+    for path in _RESOURCE_MAPS.get(kind, ()):
+        cur: Any = obj
+        for part in path:
+            cur = (cur or {}).get(part) if isinstance(cur, dict) else None
+        for res, value in (cur or {}).items():
+            name = str(res).removeprefix("requests.").removeprefix("limits.")
+            yield f"{'.'.join(path)}.{res}", value, is_extended(name)
+
+
+def _check_pod_requests(spec: Obj, where: str) -> None:
+    for group in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(group) or []):
+            res = c.get("resources") or {}
+            at = f"{where}.{group}[{i}] ({c.get('name') or '?'}).resources"
+            for which in ("requests", "limits"):
+                for name, value in (res.get(which) or {}).items():
+                    _check_quantity(f"{at}.{which}.{name}", value, integer=is_extended(name))
+            for name, value in (res.get("requests") or {}).items():
+                limit = (res.get("limits") or {}).get(name)
+                if (
+                    limit is not None
+                    and is_extended(name)
+                    and amount(name, value) != amount(name, limit)
+                ):
+                    raise InvalidObjectError(
+                        f"{at}.requests.{name}: must equal its limit ({limit}): an extended "
+                        "resource cannot be overcommitted"
+                    )
+    for name, value in (spec.get("overhead") or {}).items():
+        _check_quantity(f"{where}.overhead.{name}", value, integer=is_extended(name))
+
+
+def _check_quantity(field: str, value: Any, *, integer: bool) -> None:
+    try:
+        q = quantity(value)
+    except ValueError as e:
+        raise InvalidObjectError(f"{field}: {e}") from None
+    if q < 0:
+        raise InvalidObjectError(f"{field}: {value!r} is negative: a quantity cannot be")
+    if integer and q != q.to_integral_value():
+        raise InvalidObjectError(
+            f"{field}: {value!r} is not a whole number: an extended resource is counted in units"
+        )
