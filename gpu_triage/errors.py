@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from incidents.errors import IncidentStoreError, StoreUnavailableError
 from triage import InvalidNameError, PlaybookError, SourceError
-from triage.cluster.source import ReadFailedError
+from triage.cluster.source import DeadlineExceededError, ReadFailedError
 from triage.model import Answer
 
 
@@ -34,7 +34,7 @@ EXIT_INTERRUPTED = 130
 
 def exit_status(error: BaseException) -> int:
     """The exit status for a user error."""
-    if isinstance(error, ReadFailedError):
+    if isinstance(error, (ReadFailedError, DeadlineExceededError)):
         return EXIT_CLUSTER
     if isinstance(error, StoreUnavailableError):
         return EXIT_STORE

@@ -12,7 +12,6 @@ from triage.cluster.indexes import owned_pods
 from triage.cluster.objects import Obj, meta, name_of, owner, pod_problem
 from triage.cluster.source import (
     ClusterSource,
-    DeadlineExceededError,
     NotFoundError,
     ReadFailedError,
 )
@@ -62,8 +61,6 @@ def _owner_chain(
         try:
             parent = source.get(ref[0], ref[1], namespace=namespace)
         except ReadFailedError as e:
-            if isinstance(e, DeadlineExceededError):
-                raise
             unknowns.append(Unknown(Layer.QUOTA, f"owner {ref[0]} {ref[1]} not read: {e}", e))
             break
         if parent is None:
@@ -111,8 +108,6 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
         try:
             workload = source.get(kind, name, namespace=namespace)
         except ReadFailedError as e:
-            if isinstance(e, DeadlineExceededError):
-                raise
             unread.append(e)
             continue
         if workload is None:
@@ -134,9 +129,7 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
         )
     try:
         ns_obj = source.get("Namespace", namespace)
-    except ReadFailedError as e:
-        if isinstance(e, DeadlineExceededError):
-            raise
+    except ReadFailedError:
         ns_obj = {}
     if ns_obj is None:
         raise NotFoundError(f"namespace {namespace} not found")

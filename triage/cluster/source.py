@@ -193,11 +193,12 @@ class UnavailableError(ReadFailedError):
     permanent = False
 
 
-class DeadlineExceededError(UnavailableError):
-    """The command's overall deadline passed: every read after it would fail too, so the
-    command ends here instead of judging on what it could not read."""
+class DeadlineExceededError(SourceError):
+    """The command's overall deadline passed. Not a failed read of its own: every read after
+    it would fail too, so the command ends here (no layer check catches it) instead of
+    judging on what it could not read."""
 
-    fault = "deadline"
+    permanent = False
 
 
 class NotServedError(ReadFailedError):

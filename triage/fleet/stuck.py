@@ -16,7 +16,7 @@ from triage.cluster.events import parse_time
 from triage.cluster.indexes import owned_pods, troubled_pods
 from triage.cluster.objects import Obj, meta, name_of, ns_of, owner
 from triage.cluster.quantities import gpu_requests, pod_requests
-from triage.cluster.source import ClusterSource, DeadlineExceededError, ReadFailedError
+from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.layers.scheduling.exclusions import wants_gpu
 
 
@@ -78,7 +78,7 @@ def stuck_workloads(
         try:
             return source.objects(kind, namespace=ns)
         except ReadFailedError as e:
-            if unread is None or isinstance(e, DeadlineExceededError):
+            if unread is None:
                 raise
             line = f"{e}: {_HIDDEN[kind]}"
             if line not in unread:

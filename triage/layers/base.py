@@ -23,7 +23,7 @@ from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of
 from triage.cluster.reads import LABELS, ReadLog
-from triage.cluster.source import ClusterSource, DeadlineExceededError, ReadFailedError
+from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.health import NodeHealths
 from triage.layers.stacks.view import StackView, load_view
@@ -121,18 +121,13 @@ class Context:
         try:
             raw = self.source.events_for(namespace=self.target.namespace, kind=kind, name=name)
         except ReadFailedError as e:
-            if isinstance(e, DeadlineExceededError):
-                raise
             self.note(f"events not read ({e})")
             self.unread.append(e)
             return []
         return sorted_events(raw)
 
     def could_not(self, e: ReadFailedError, *layers: Layer) -> None:
-        """A read failed: the layers that needed it are unknown. The command's deadline is not
-        a read of its own: it ends the triage."""
-        if isinstance(e, DeadlineExceededError):
-            raise e
+        """A read failed: the layers that needed it are unknown."""
         for layer in layers:
             self.unknown(layer, str(e), error=e)
 
@@ -148,9 +143,7 @@ class Context:
         with self.aside():  # the labels count, not the node's heartbeat
             try:
                 obj = self.source.get("Node", node)
-            except ReadFailedError as e:
-                if isinstance(e, DeadlineExceededError):
-                    raise
+            except ReadFailedError:
                 obj = None
         found = labels(obj) if obj else {}
         self.depend((LABELS, node), found)
@@ -208,8 +201,6 @@ class Context:
             try:
                 return self.source.objects(kind, namespace=namespace)
             except ReadFailedError as e:
-                if isinstance(e, DeadlineExceededError):
-                    raise
                 # The stack view judges the driver and the device plugin of every node.
                 missing.extend(Unknown(la, str(e), e) for la in (Layer.DRIVER, Layer.DEVICE_PLUGIN))
                 return None

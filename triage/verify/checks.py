@@ -18,7 +18,7 @@ from pydantic import Field
 from triage.cluster.objects import Obj, condition_true, labels, name_of, ns_of
 from triage.cluster.quantities import GPU, MIG_PREFIX
 from triage.cluster.selectors import taint_str
-from triage.cluster.source import ClusterSource, ForbiddenError
+from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.device_plugin import sharing_note
 from triage.layers.node import NodeHealth, assess_node
@@ -94,7 +94,7 @@ class Cluster:
     def _read(self, kind: str, namespace: str | None) -> list[Obj] | None:
         try:
             return self.source.objects(kind, namespace=namespace)
-        except ForbiddenError as e:
+        except ReadFailedError as e:
             self.unreadable.append(str(e))
             return None
 

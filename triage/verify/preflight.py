@@ -16,7 +16,7 @@ from pydantic import Field
 
 from triage.cluster.objects import Obj, labels, name_of
 from triage.cluster.selectors import taint_str
-from triage.cluster.source import ClusterSource, ForbiddenError
+from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.stacks.state import is_gpu_node
 from triage.model import Frozen
@@ -171,7 +171,7 @@ def _leftover_namespaces(source: ClusterSource, op: OperatorState) -> list[str]:
         try:
             if source.get("Namespace", ns) is not None:
                 out.append(ns)
-        except ForbiddenError:
+        except ReadFailedError:
             return []
     return out
 
@@ -180,7 +180,7 @@ def _operator_state(source: ClusterSource, cluster: Cluster) -> OperatorState:
     ns = cluster.view.namespace
     try:
         exists: bool | None = ns is not None and source.get("Namespace", ns) is not None
-    except ForbiddenError:
+    except ReadFailedError:
         exists = None
     rcs = cluster.runtime_classes
     name = cluster.runtime_class_name

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, condition, meta
-from triage.cluster.source import DeadlineExceededError, ReadFailedError
+from triage.cluster.source import ReadFailedError
 from triage.model import Layer
 from triage.signals import Signal, Unknown
 
@@ -26,9 +26,7 @@ class QuotaInput:
     unknowns: list[Unknown] = field(default_factory=list)
 
     def could_not(self, e: ReadFailedError) -> None:
-        """A read failed: the quota layer is unknown (the command's deadline ends it)."""
-        if isinstance(e, DeadlineExceededError):
-            raise e
+        """A read failed: the quota layer is unknown."""
         self.unknowns.append(Unknown(Layer.QUOTA, str(e), e))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.cluster.quantities import gpu_requests, pod_requests
-from triage.cluster.source import DeadlineExceededError, ReadFailedError
+from triage.cluster.source import ReadFailedError
 from triage.cluster.usage import NodeUsage
 from triage.layers.base import VIEW_EXACT, Context, Outcome
 from triage.layers.bound import on_node
@@ -246,8 +246,6 @@ def _scaling_reads(ctx: Context, pod: Obj) -> ScalingReads:
         try:
             return ctx.source.get("ConfigMap", STATUS_NAME, namespace=STATUS_NS)
         except ReadFailedError as e:
-            if isinstance(e, DeadlineExceededError):
-                raise
             ctx.note(f"cluster-autoscaler status not read ({e})")
             return None
 
