@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Layer(StrEnum):
@@ -69,6 +70,18 @@ class Answer(StrEnum):
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Answered(Frozen):
+    @model_validator(mode="before")
+    @classmethod
+    def _answer_from_layer(cls, data: Any) -> Any:
+        """A verdict made (or stored, before there were answers) without `answer`: blocked
+        when a layer fails, else clear."""
+        if isinstance(data, dict) and "answer" not in data:
+            answer = Answer.BLOCKED if data.get("failing_layer") else Answer.CLEAR
+            return {**data, "answer": answer}
+        return data
 
 
 class Finding(Frozen):
@@ -133,7 +146,7 @@ class Cause(Frozen):
     )
 
 
-class Verdict(Frozen):
+class Verdict(_Answered):
     """A triage's answer without its evidence: the failing layer (None when nothing blocks),
     the headline, the owner to route to and the cause. What the fleet view groups by."""
 
@@ -148,7 +161,7 @@ class Verdict(Frozen):
     unread: list[Unread] = Field(default_factory=list)
 
 
-class TriageReport(Frozen):
+class TriageReport(_Answered):
     """The engine's answer. `failing_layer` is None when nothing blocks the pod."""
 
     pod: PodRef

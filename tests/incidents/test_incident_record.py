@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from incidents import IncidentStatus, IncidentStore, Resolution
 from tests.incidents.incident_helpers import FakeClock, MakeReport
-from triage.model import Layer
+from triage.model import Answer, Layer
 
 
 def test_blocked_report_opens_an_incident(store: IncidentStore, make_report: MakeReport) -> None:
@@ -161,3 +161,22 @@ def test_attach_thread(store: IncidentStore, make_report: MakeReport) -> None:
     store.attach_thread(inc.id, channel="C2", thread_ts="1712345678.000100")
     got = store.get(inc.id)
     assert got is not None and (got.channel, got.thread_ts) == ("C2", "1712345678.000100")
+
+
+def test_a_run_that_could_not_judge_neither_resolves_nor_opens(
+    store: IncidentStore, make_report: MakeReport
+) -> None:
+    """A triage whose answer is unknown (a read failed) says nothing about the cause: the open
+    incident stays open and collects the run; with none open, none is made."""
+    opened = store.record(make_report(), requested_by="U1", duration_ms=1).incident
+    assert opened is not None
+    unknown = make_report(None).model_copy(
+        update={"answer": Answer.UNKNOWN, "unknown_layers": [Layer.DRIVER]}
+    )
+    result = store.record(unknown, requested_by="U2", duration_ms=1)
+    assert result.auto_resolved == [] and result.created is False
+    assert result.incident is not None and result.incident.id == opened.id
+    assert result.incident.status == IncidentStatus.OPEN
+    other = unknown.model_copy(update={"pod": unknown.pod.model_copy(update={"name": "other"})})
+    alone = store.record(other, requested_by="U2", duration_ms=1)
+    assert (alone.incident, alone.created) == (None, False)

@@ -1,0 +1,150 @@
+"""A read that failed is said, never judged: the layers that needed it are unknown, the failing
+layer is never named past an unknown layer below it, and no finding rests on a list that could
+not be read ("RuntimeClass missing", "claim does not exist", "PVC does not exist")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.engine.mini import cluster, event, node, operator_pods, pod
+from triage import ForbiddenError, MemorySource, triage
+from triage.cluster.source import UnavailableError
+from triage.fleet import sweep
+from triage.model import Answer, Layer, Status, TriageReport
+
+Obj = dict[str, Any]
+
+
+class Refusing(MemorySource):
+    """A cluster whose API refuses (403) or fails (503) to serve some kinds."""
+
+    def __init__(
+        self, src: MemorySource, *, forbidden: frozenset[str] | set[str] = frozenset(),
+        down: frozenset[str] | set[str] = frozenset(),
+    ) -> None:  # fmt: skip
+        kinds = ("Node", "Pod", "Namespace", "Event", "DaemonSet", "ResourceClaim",
+                 "DeviceClass", "ResourceSlice", "PersistentVolumeClaim", "RuntimeClass",
+                 "ResourceQuota", "Job")  # fmt: skip
+        super().__init__([o for k in kinds for o in src.objects(k)], cluster_name="mini")
+        self.forbidden, self.down = forbidden, down
+
+    def _fail(self, kind: str, verb: str, namespace: str | None) -> None:
+        if kind in self.forbidden:
+            raise ForbiddenError(verb=verb, resource=kind.lower() + "s", namespace=namespace)
+        if kind in self.down:
+            raise UnavailableError(f"the API answered 503 to {verb} {kind}", verb=verb,
+                                   resource=kind.lower() + "s", namespace=namespace)  # fmt: skip
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        self._fail(kind, "list", namespace)
+        return super().objects(kind, namespace=namespace)
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        if kind != "Pod":  # the pod itself is readable: the triage can start
+            self._fail(kind, "get", namespace)
+        return super().get(kind, name, namespace=namespace)
+
+    def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        self._fail("Event", "list", namespace)
+        return super().events_for(namespace=namespace, kind=kind, name=name)
+
+    def node_usage(self) -> Any:
+        self._fail("Pod", "list", None)
+        return super().node_usage()
+
+
+def run(src: MemorySource, name: str = "train") -> TriageReport:
+    return triage(src, namespace="team-a", name=name)
+
+
+def test_nodes_that_cannot_be_read_are_no_gpu_nodes_at_all() -> None:
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), pod("train")), forbidden={"Node"})
+    r = run(src)
+    assert r.answer == Answer.UNKNOWN and r.failing_layer is None
+    assert r.unknown_layers == [Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING]
+    assert "no-gpu-nodes" not in str(r.model_dump())
+    assert r.headline.startswith("unknown: driver, device-plugin, scheduling could not be judged")
+    assert r.fingerprint != run(cluster(node("a1"), operator_pods("a1"), pod("train"))).fingerprint
+
+
+def test_a_blocking_layer_above_an_unknown_one_is_known_but_not_the_answer() -> None:
+    gated = pod("train", extra_spec={"schedulingGates": [{"name": "example.com/wait"}]})
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), gated), down={"DaemonSet"})
+    r = run(src)
+    # The stack view could not be read: every node's driver is unknown, below the gate.
+    assert r.answer == Answer.UNKNOWN and r.failing_layer is None
+    assert r.finding(Layer.SCHEDULING).status == Status.FAIL
+    assert "above it, scheduling:" in r.headline
+
+
+def test_a_blocking_layer_below_the_unknown_one_is_the_answer() -> None:
+    src = Refusing(cluster(node("a1", allocatable=0), operator_pods("a1"), pod("train")),
+                   forbidden={"ResourceQuota"})  # fmt: skip
+    r = run(src)
+    assert r.answer == Answer.BLOCKED and r.failing_layer is not None
+    assert r.failing_layer.rank < Layer.QUOTA.rank
+    assert r.unknown_layers == [Layer.QUOTA]
+    [unread] = r.unread
+    assert unread.grant == "list on resourcequotas in team-a" and unread.layers == [Layer.QUOTA]
+
+
+def test_a_running_pod_is_clear_whatever_could_not_be_read() -> None:
+    running = pod("train", node_name="a1", phase="Running")
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), running), forbidden={"ResourceQuota"})
+    r = run(src)
+    assert r.answer == Answer.CLEAR and r.finding(Layer.QUOTA).status == Status.UNKNOWN
+
+
+def test_runtime_classes_that_cannot_be_read_are_not_missing() -> None:
+    stuck = pod("train", node_name="a1", extra_spec={"runtimeClassName": "nvidia"},
+                status={"containerStatuses": [{"name": "main", "ready": False,
+                        "state": {"waiting": {"reason": "ContainerCreating"}}}]})  # fmt: skip
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), stuck), forbidden={"RuntimeClass"})
+    r = run(src)
+    assert "driver.runtimeclass-missing" not in r.finding(Layer.DRIVER).codes
+    assert r.answer == Answer.UNKNOWN and Layer.DRIVER in r.unknown_layers
+
+
+def test_claims_that_cannot_be_read_do_not_exist_only_in_a_guess() -> None:
+    p = pod("train", gpus=0, selector={})
+    p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "my-gpu"}]
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), p), forbidden={"ResourceClaim"})
+    r = run(src)
+    assert "scheduling.dra-claim-missing" not in r.finding(Layer.SCHEDULING).codes
+    assert r.answer == Answer.UNKNOWN
+
+
+def test_a_volume_claim_that_cannot_be_read_is_not_missing() -> None:
+    p = pod("train", extra_spec={
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "cache"}}]})  # fmt: skip
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), p), down={"PersistentVolumeClaim"})
+    r = run(src)
+    assert "scheduling.pvc-missing" not in r.finding(Layer.SCHEDULING).codes
+    assert r.answer == Answer.UNKNOWN and Layer.SCHEDULING in r.unknown_layers
+
+
+def test_events_that_cannot_be_read_are_a_note_and_the_objects_decide() -> None:
+    full = node("a1", allocatable=0)  # the plugin advertises no GPU: no events needed
+    said = event(kind="Pod", name="train", reason="FailedScheduling", message="0/1 nodes")
+    plain = run(cluster(full, operator_pods("a1"), pod("train"), said))
+    src = Refusing(cluster(full, operator_pods("a1"), pod("train"), said), down={"Event"})
+    r = run(src)
+    assert r.failing_layer == plain.failing_layer and r.answer == Answer.BLOCKED
+    assert any(n.startswith("events not read") for n in r.notes)
+    assert [u.resource for u in r.unread] == ["events"]
+
+
+def test_a_sweep_keeps_unknown_workloads_apart_and_is_not_complete() -> None:
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), pod("train")), forbidden={"Node"})
+    result = sweep(src)
+    assert result.groups == [] and result.waiting == []
+    assert [m.name for m in result.unknown] == ["train"]
+    assert result.partial and not result.complete
+    assert any("cannot list nodes" in line for line in result.unread)
+
+
+def test_a_sweep_that_cannot_read_jobs_says_what_it_may_miss() -> None:
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), pod("train")), forbidden={"Job"})
+    result = sweep(src)
+    assert result.listing_failed and result.partial
+    assert any("Jobs whose pods were never created" in line for line in result.unread)
