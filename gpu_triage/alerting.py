@@ -61,8 +61,7 @@ class AlertLoop:
     def _cycle(self, cluster: str | None) -> CycleResult | None:
         name = cluster or "the default cluster"
         try:
-            ready = getattr(self.service.source_for(cluster), "wait_synced", None)
-            if callable(ready) and not ready(0):
+            if not self.service.source_for(cluster).wait_synced(0):
                 log.info("alert cycle for %s skipped: its cache is still syncing", name)
                 return None  # a half-synced cache would resolve groups that still exist
             sweep = self.service.sweep(cluster=cluster)

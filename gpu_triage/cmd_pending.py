@@ -51,7 +51,7 @@ def pending(args: argparse.Namespace) -> int:
     source = source_from(args)
     namespaces = None
     if not args.all_namespaces:
-        namespaces = args.namespace or [getattr(source, "default_namespace", None) or "default"]
+        namespaces = args.namespace or [source.default_namespace or "default"]
     config = EngineConfig(operator_namespace=args.operator_namespace)
     playbook = load_playbook(args.playbook)
     started = time.perf_counter()
@@ -80,7 +80,14 @@ def _full_reports(
     shared = SweepSource(source)
     members = [m for g in result.groups for m in g.members] + result.waiting
     return [
-        triage(shared, namespace=m.namespace, name=m.name, config=config, playbook=playbook)
+        triage(
+            shared,
+            namespace=m.namespace,
+            name=m.name,
+            config=config,
+            playbook=playbook,
+            sweep=shared.state,
+        )
         for m in members
     ]
 

@@ -57,7 +57,7 @@ def _config(args: argparse.Namespace) -> EngineConfig:
 
 def why_pending(args: argparse.Namespace) -> int:
     source = source_from(args)
-    namespace = args.namespace or getattr(source, "default_namespace", None) or "default"
+    namespace = args.namespace or source.default_namespace or "default"
     started = time.perf_counter()
     report = triage(
         source,

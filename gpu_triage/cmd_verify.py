@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpu_triage.errors import UserError
 from gpu_triage.output import structured
 from gpu_triage.sources import add_cluster_args, source_from
-from triage import EngineConfig, load_playbook
+from triage import EngineConfig, MemorySource, load_playbook
 from triage.cluster.source import ClusterSource
 from triage.verify.node import (
     CheckStatus,
@@ -26,6 +26,9 @@ from triage.verify.node import (
     with_check,
 )
 from triage.verify.preflight import OperatorState, Preflight, preflight
+
+if TYPE_CHECKING:
+    from kube.client import RawClient
 
 _MARK = {
     CheckStatus.PASS: "pass",
@@ -112,6 +115,15 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _client(source: ClusterSource) -> RawClient | None:
+    """The live connection behind `source` (None for a snapshot)."""
+    if isinstance(source, MemorySource):
+        return None
+    from kube.live import LiveSource
+
+    return source.client if isinstance(source, LiveSource) else None
+
+
 def _with_probes(
     args: argparse.Namespace, source: ClusterSource, results: list[NodeVerification]
 ) -> list[NodeVerification]:
@@ -119,7 +131,7 @@ def _with_probes(
         return results
     from kube.testpod import TestPod
 
-    client = getattr(source, "client", None)
+    client = _client(source)
     if client is None:
         raise UserError("--test-pod needs a live cluster connection")
     probe = TestPod(
@@ -198,7 +210,7 @@ def to_text(results: list[NodeVerification]) -> str:
 def preflight_cmd(args: argparse.Namespace) -> int:
     source = _source(args)
     result = preflight(source, **_engine(args))
-    client = getattr(source, "client", None)
+    client = _client(source)
     if client is not None:
         from kube.access import missing_permissions
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from kube.client import RawClient, load_client
 from kube.informer import Informer
 from kube.live import LiveSource, events_for, kind_type
-from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
-from triage.cluster.source import KINDS, SourceStatus, UnavailableError
+from triage.cluster.source import KINDS, SourceDefaults, SourceStatus, UnavailableError
 from triage.cluster.usage import NodeUsage, UsageIndex
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
@@ -44,7 +43,7 @@ class KindHealth:
 STALE_AFTER = 30.0  # seconds a watch may be down before reports mention it
 
 
-class CachedSource:
+class CachedSource(SourceDefaults):
     """ClusterSource served from watches. `start()`, optionally `wait_synced()`, then read.
 
     Thread-safe: any number of triages may read while the watch threads update.
@@ -80,7 +79,6 @@ class CachedSource:
         self._started = False
         self._start_lock = threading.Lock()
         # Node health and other per-object work the engine remembers between triages.
-        self.memo = IdentityMemo()
 
     @property
     def cluster_name(self) -> str:

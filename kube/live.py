@@ -21,6 +21,7 @@ from triage.cluster.source import (
     KINDS,
     ForbiddenError,
     ResourceType,
+    SourceDefaults,
     UnavailableError,
 )
 from triage.cluster.usage import NodeUsage, usage_of
@@ -224,14 +225,14 @@ def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> li
     return items
 
 
-class LiveSource:
+class LiveSource(SourceDefaults):
     """ClusterSource over direct API reads. One instance per triage (usage is cached)."""
 
     def __init__(self, client: RawClient, *, page_size: int = PAGE_SIZE) -> None:
         self.client = client
         self.page_size = page_size
         self._usage: dict[str, NodeUsage] | None = None
-        self.default_namespace: str | None = None  # the context's namespace, as kubectl uses
+        self.default_namespace = None  # the context's namespace, as kubectl uses (connect)
 
     @property
     def cluster_name(self) -> str:

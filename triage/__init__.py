@@ -4,12 +4,12 @@ Pure: it reads cluster state only through `ClusterSource` and imports neither Sl
 kubernetes client nor a database.
 """
 
+from triage.cluster.memory import MemorySource
 from triage.cluster.snapshot import load_snapshot
 from triage.cluster.source import (
     ClusterSource,
     ForbiddenError,
     MalformedSnapshotError,
-    MemorySource,
     NotFoundError,
     SourceError,
     SourceStatus,

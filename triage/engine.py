@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from triage.cluster.events import parse_time
 from triage.cluster.objects import Obj, meta, pod_problem
+from triage.cluster.reads import SweepState
 from triage.cluster.source import ClusterSource
 from triage.config import EngineConfig
 from triage.layers import bound
@@ -41,14 +42,18 @@ def triage(
     config: EngineConfig | None = None,
     playbook: Playbook | None = None,
     now: datetime | None = None,
+    sweep: SweepState | None = None,
 ) -> TriageReport:
-    """Explain why the pod (or workload) `namespace/name` is not running.
+    """Explain why the pod (or workload) `namespace/name` is not running. `sweep` is the state
+    a fleet sweep's triages share (`triage.fleet`).
 
     Raises `InvalidNameError` for names Kubernetes would reject, `NotFoundError` when neither a
     pod nor a workload of that name exists (or the namespace does not), and other
     `SourceError`s when the cluster cannot be read at all.
     """
-    d, ctx = _diagnose(source, namespace, name, config=config, playbook=playbook, now=now)
+    d, ctx = _diagnose(
+        source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep
+    )
     view = ctx.view
     return assemble(
         d,
@@ -68,11 +73,14 @@ def verdict(
     config: EngineConfig | None = None,
     playbook: Playbook | None = None,
     now: datetime | None = None,
+    sweep: SweepState | None = None,
 ) -> Verdict:
     """`triage`'s verdict (failing layer, headline, cause, owner) without the evidence and
     steps of a full report: what the fleet view needs of each of thousands of workloads.
     Raises as `triage` does."""
-    d, _ = _diagnose(source, namespace, name, config=config, playbook=playbook, now=now)
+    d, _ = _diagnose(
+        source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep
+    )
     return judge(d)
 
 
@@ -84,14 +92,15 @@ def _diagnose(
     config: EngineConfig | None,
     playbook: Playbook | None,
     now: datetime | None,
+    sweep: SweepState | None,
 ) -> tuple[Diagnosis, Context]:
     """Every layer check run on the target, and the root-cause rule applied to their signals."""
     validate_namespace(namespace)
     validate_name(name, what="pod or workload name")
     config = config or EngineConfig()
     target = resolve(source, namespace=namespace, name=name)
-    as_of = now or getattr(source, "as_of", None) or datetime.now(UTC)
-    ctx = Context(source=source, config=config, target=target, now=as_of)
+    as_of = now or source.as_of or datetime.now(UTC)
+    ctx = Context(source=source, config=config, target=target, now=as_of, sweep=sweep)
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
     diagnosis = Diagnosis(

@@ -38,12 +38,11 @@ OK_SUMMARY = {
 
 def _data_age(source: ClusterSource) -> str | None:
     """Why the data might not be the cluster as it is now: a lagging watch, or a snapshot."""
-    stale = getattr(source, "staleness_note", None)
-    if callable(stale):
-        note = stale()
-        return str(note) if note else None
-    as_of = getattr(source, "as_of", None)
-    if isinstance(as_of, datetime):
+    note = source.staleness_note()
+    if note:
+        return note
+    as_of = source.as_of
+    if as_of is not None:
         return f"cluster state as of {as_of:%Y-%m-%d %H:%M} UTC (snapshot)"
     return None
 

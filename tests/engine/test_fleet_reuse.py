@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from triage import load_snapshot
+from triage.cluster.memory import MemorySource
 from triage.cluster.objects import Obj, meta, name_of, ns_of
-from triage.cluster.source import MemorySource
 from triage.fleet import FleetMemo, Sweep, sweep
 from triage.playbooks import load_playbook
 

@@ -17,8 +17,9 @@ from kube.live import LiveSource
 from kube.slim import projection
 from kube.testing import FakeApiServer, write_kubeconfig
 from tests.kube.kube_objs import event, node, pod
+from triage.cluster.memory import MemorySource
 from triage.cluster.objects import Obj
-from triage.cluster.source import ForbiddenError, MemorySource, UnavailableError
+from triage.cluster.source import ForbiddenError, UnavailableError
 from triage.cluster.usage import NodeUsage
 
 

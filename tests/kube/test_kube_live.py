@@ -14,7 +14,8 @@ from kube.errors import ConfigError, UnauthorizedError
 from kube.live import LiveSource, connect
 from kube.testing import FakeApiServer
 from tests.kube.kube_objs import event, node, pod
-from triage.cluster.source import ForbiddenError, MemorySource, UnavailableError
+from triage.cluster.memory import MemorySource
+from triage.cluster.source import ForbiddenError, UnavailableError
 
 
 def test_connect_uses_current_context(api: FakeApiServer, kubeconfig: str) -> None:

@@ -18,7 +18,7 @@ from kube.client import RawClient, load_client
 from kube.testing import FakeApiServer
 from tests.kube.kube_objs import event, node, pod
 from triage import load_playbook, triage
-from triage.cluster.source import MemorySource
+from triage.cluster.memory import MemorySource
 
 NOW = datetime(2025, 1, 1, 1, 0, tzinfo=UTC)
 

@@ -11,9 +11,12 @@ namespace), so a live source lists no more than it would without indexes.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from triage.cluster.objects import Obj, meta, pod_problem
+
+if TYPE_CHECKING:
+    from triage.cluster.source import ClusterSource
 
 Indexer = Callable[[Obj], Iterable[Hashable]]
 
@@ -121,24 +124,24 @@ class _Bucket(dict[int, Obj]):
 
 
 def by_index(
-    source: Any, kind: str, index: str, key: Hashable, *, namespace: str | None
+    source: ClusterSource, kind: str, index: str, key: Hashable, *, namespace: str | None
 ) -> list[Obj]:
     """The objects of `kind` filed under `key` in `index`; `namespace` is where to scan when
     the source keeps no index."""
-    indexed = getattr(source, "indexed", None)
-    found = indexed(kind, index, key) if callable(indexed) else None
+    found = source.indexed(kind, index, key)
     if found is not None:
         return list(found)
     fn = INDEXERS[(kind, index)]
     return [o for o in source.objects(kind, namespace=namespace) if key in fn(o)]
 
 
-def owned_pods(source: Any, *, namespace: str, owners: Iterable[tuple[str, str]]) -> list[Obj]:
+def owned_pods(
+    source: ClusterSource, *, namespace: str, owners: Iterable[tuple[str, str]]
+) -> list[Obj]:
     """The pods of `namespace` with an owner reference to one of `owners` ((kind, name)),
     each once (one scan of the namespace's pods where the source keeps no index)."""
     keys = [(namespace, kind, name) for kind, name in dict.fromkeys(owners)]
-    indexed = getattr(source, "indexed", None)
-    found = [indexed("Pod", POD_OWNER, k) for k in keys] if callable(indexed) else [None]
+    found = [source.indexed("Pod", POD_OWNER, k) for k in keys]
     if all(f is not None for f in found):
         seen: dict[int, Obj] = {}
         for pods in found:
@@ -153,7 +156,7 @@ def owned_pods(source: Any, *, namespace: str, owners: Iterable[tuple[str, str]]
     ]
 
 
-def troubled_pods(source: Any, *, namespace: str | None) -> list[Obj]:
+def troubled_pods(source: ClusterSource, *, namespace: str | None) -> list[Obj]:
     """Pods not running fine (and not succeeded), in `namespace` or everywhere (None)."""
     key = ANY if namespace is None else namespace
     return by_index(source, "Pod", POD_TROUBLED, key, namespace=namespace)

@@ -14,8 +14,9 @@ to a node) marks itself `volatile`: it is never reused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from operator import is_
 from typing import Any
 
@@ -43,6 +44,17 @@ class ReadLog:
             yield
         finally:
             self._aside -= 1
+
+
+@dataclass
+class SweepState:
+    """What the triages of one sweep share, handed to each (`triage(..., sweep=)`): the work
+    they share, as they all see one state of the cluster (the stack view, the evaluation of
+    every node for pods of one shape, and the digests of both), and, while a triage runs in a
+    sweep that keeps answers, the log of what it reads."""
+
+    shared: dict[Hashable, Any] = field(default_factory=dict)
+    log: ReadLog | None = None
 
 
 class Failed:

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from triage.cluster.bounded import TooComplexError, check_depth, first_line, loads_json, loads_yaml
+from triage.cluster.memory import MemorySource
 from triage.cluster.objects import Obj
 from triage.cluster.schema import InvalidObjectError, check
-from triage.cluster.source import ALL_KINDS, NAMED, MalformedSnapshotError, MemorySource
+from triage.cluster.source import ALL_KINDS, NAMED, MalformedSnapshotError
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILES = 10_000

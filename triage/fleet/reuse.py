@@ -100,7 +100,7 @@ class Current:
         digest of some shared work cannot be known (`shared=False` checks only the reads of
         the source, and says None for any shared key)."""
         unknown = False
-        memo = self._source.sweep_memo
+        memo = self._source.state.shared
         for key, value in kept.deps.items():
             if key[0] in SHARED:
                 if not shared:

@@ -5,11 +5,13 @@ hold)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
+from datetime import datetime
 from typing import Any
 
 from triage.cluster.events import by_subject
+from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, meta
-from triage.cluster.reads import LABELS, OBJECT, OBJECTS, USAGE, Failed, ReadLog
+from triage.cluster.reads import LABELS, OBJECT, OBJECTS, USAGE, Failed, SweepState
 from triage.cluster.source import ClusterSource, ReadFailedError, SourceError
 from triage.cluster.usage import NodeUsage
 
@@ -36,28 +38,44 @@ def event_version(event: Obj) -> tuple[Any, ...]:
 
 class SweepSource:
     """A ClusterSource for one sweep: everything is read from `source`, except that events are
-    listed once, cluster-wide, and served to every triage from that list. `sweep_memo` lets
-    the layers share work across the sweep's triages; `read_log`, while set, notes every read
-    of the triage running (see `triage.cluster.reads`)."""
+    listed once, cluster-wide, and served to every triage from that list. `state` is what the
+    sweep's triages share (`SweepState`: give it to each triage); while its log is set, every
+    read of the triage running is noted there (see `triage.cluster.reads`)."""
 
-    def __init__(self, source: ClusterSource) -> None:
+    def __init__(self, source: ClusterSource, state: SweepState | None = None) -> None:
         self._source = source
+        self.state = state or SweepState()
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
         self.events_failed: ReadFailedError | None = None  # said to every triage, once read
-        # Work the layers share across the sweep's triages (the stack view, node evaluations
-        # of pods of one shape): they all see one state of the cluster.
-        self.sweep_memo: dict[Hashable, Any] = {}
-        self.read_log: ReadLog | None = None
 
-    def __getattr__(self, name: str) -> Any:  # as_of, staleness_note, memo, default_namespace
-        return getattr(self._source, name)
+    # --- what the source says of itself: the cluster's -------------------------------------
 
     @property
     def cluster_name(self) -> str:
         return self._source.cluster_name
 
+    @property
+    def as_of(self) -> datetime | None:
+        return self._source.as_of
+
+    def staleness_note(self) -> str | None:
+        return self._source.staleness_note()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return self._source.wait_synced(timeout)
+
+    @property
+    def memo(self) -> IdentityMemo:
+        return self._source.memo
+
+    @property
+    def default_namespace(self) -> str | None:
+        return self._source.default_namespace
+
+    # --- reads ---------------------------------------------------------------------------
+
     def _read(self, key: tuple[Any, ...], read: Callable[[], Any]) -> Any:
-        log = self.read_log
+        log = self.state.log
         if log is None:
             return read()
         try:
@@ -80,13 +98,10 @@ class SweepSource:
         )
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
-        find = getattr(self._source, "indexed", None)
-        if not callable(find):
-            return None
-        found = find(kind, index, key)
-        if found is not None and self.read_log is not None:
-            self.read_log.note((OBJECTS, INDEX, kind, index, key), found)
-        return found  # type: ignore[no-any-return]
+        found = self._source.indexed(kind, index, key)
+        if found is not None and self.state.log is not None:
+            self.state.log.note((OBJECTS, INDEX, kind, index, key), found)
+        return found
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]
@@ -101,9 +116,9 @@ class SweepSource:
                 self.events_failed = e
                 raise
         found = list(self._events.get((namespace, kind, name), []))
-        if self.read_log is not None:
+        if self.state.log is not None:
             key = (EVENTS, namespace, kind, name)
-            self.read_log.note(key, tuple(map(event_version, found)))
+            self.state.log.note(key, tuple(map(event_version, found)))
         return found
 
     def reread(self, key: tuple[Any, ...]) -> Any:

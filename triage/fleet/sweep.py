@@ -58,8 +58,7 @@ def sweep(
     playbook = playbook or load_playbook()
     config = config or EngineConfig()
     shared = SweepSource(source)
-    as_of = getattr(source, "as_of", None)
-    stamp = now or (as_of if isinstance(as_of, datetime) else None) or datetime.now(UTC)
+    stamp = now or source.as_of or datetime.now(UTC)
     scope = None if namespaces is None else list(namespaces)
     unread: list[str] = []
     items = stuck_workloads(shared, scope, unread=unread)
@@ -69,7 +68,7 @@ def sweep(
         memo.finish(
             {(i.namespace, i.name) for i in items},
             namespaces=scope,
-            redo=dict(shapes_in(shared.sweep_memo)),
+            redo=dict(shapes_in(shared.state.shared)),
         )
     listing_failed = bool(unread)
     if shared.events_failed is not None:
@@ -185,9 +184,11 @@ class _Run:
             return  # the triage of a workload that needs it will
         pod = placement.pod if placement is not None else {}
         target = Target(ns_of(pod), name_of(pod), "Pod", pod or None, [pod] if pod else [])
-        as_of = getattr(self.source, "as_of", None)
-        now = self.now or (as_of if isinstance(as_of, datetime) else None) or datetime.now(UTC)
-        ctx = Context(source=self.source, config=self.config, target=target, now=now)
+        now = self.now or self.source.as_of or datetime.now(UTC)
+        ctx = Context(
+            source=self.source, config=self.config, target=target, now=now,
+            sweep=self.source.state,
+        )  # fmt: skip
         try:
             if placement is None:
                 _ = ctx.view
@@ -201,7 +202,8 @@ class _Run:
         self.reused += 1
 
     def _triage(self, item: Stuck) -> None:
-        log = self.source.read_log = ReadLog() if self.memo is not None else None
+        state = self.source.state
+        log = state.log = ReadLog() if self.memo is not None else None
         try:
             found = engine.verdict(
                 self.source,
@@ -210,6 +212,7 @@ class _Run:
                 config=self.config,
                 playbook=self.playbook,
                 now=self.now,
+                sweep=state,
             )
         except NotFoundError:
             return  # gone between the listing and its triage
@@ -219,7 +222,7 @@ class _Run:
             self.errors.append(f"{item.namespace}/{item.name}: {e}")
             return
         finally:
-            self.source.read_log = None
+            state.log = None
         self.triaged += 1
         key = (item.namespace, item.name)
         self.verdicts[key] = found

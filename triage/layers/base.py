@@ -22,7 +22,7 @@ from triage.cluster.events import Event, sorted_events
 from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of
-from triage.cluster.reads import LABELS, ReadLog
+from triage.cluster.reads import LABELS, ReadLog, SweepState
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.health import NodeHealths
@@ -47,20 +47,24 @@ class Context:
     """One triage's access to the cluster, shared by every layer check."""
 
     def __init__(
-        self, *, source: ClusterSource, config: EngineConfig, target: Target, now: datetime
+        self,
+        *,
+        source: ClusterSource,
+        config: EngineConfig,
+        target: Target,
+        now: datetime,
+        sweep: SweepState | None = None,
     ) -> None:
         self.source, self.config, self.target, self.now = source, config, target, now
-        memo = getattr(source, "memo", None)
-        self.memo: IdentityMemo = memo if isinstance(memo, IdentityMemo) else IdentityMemo()
+        self.memo: IdentityMemo = source.memo
         self.unknowns: list[Unknown] = list(target.unknowns)
         self.notes: list[str] = []
         self.unread: list[ReadFailedError] = []  # reads that failed without a layer to blame
-        # Work shared by the triages of one fleet sweep, which see one state of the cluster
-        # (`triage.fleet.SweepSource`); None for a triage of its own.
-        self.shared: dict[Hashable, Any] | None = getattr(source, "sweep_memo", None)
+        # Work shared by the triages of one fleet sweep, which see one state of the cluster;
+        # None for a triage of its own.
+        self.shared: dict[Hashable, Any] | None = sweep.shared if sweep is not None else None
         # What this triage read, when a sweep keeps answers between sweeps (`ReadLog`).
-        log = getattr(source, "read_log", None)
-        self.log: ReadLog | None = log if isinstance(log, ReadLog) else None
+        self.log: ReadLog | None = sweep.log if sweep is not None else None
 
     # --- what the answer depends on, for a sweep that keeps answers -------------------------
 
