@@ -12,6 +12,7 @@ driver and device plugin too), then quota and queues. Each is a `LayerCheck` (se
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from triage.cluster.events import parse_time
@@ -27,7 +28,7 @@ from triage.layers.scheduling.reasons import WAITING
 from triage.model import LAYER_ORDER, Layer, TriageReport, Verdict
 from triage.names import validate_name, validate_namespace
 from triage.playbooks import Playbook, load_playbook
-from triage.signals import Signal, owned
+from triage.signals import Signal
 from triage.target import Target, resolve
 from triage.verdict import Diagnosis, assemble, judge
 
@@ -148,9 +149,9 @@ def _root_cause(outcomes: list[Outcome]) -> list[Signal]:
     *below, queue = outcomes
     signals = [s for o in below for s in o.signals]
     if any(s.blocking for s in queue.signals):
-        for i, s in enumerate(signals):
-            if s.code == scheduling.REPORTED:
-                owned(signals, i).blocking = False
+        signals = [
+            replace(s, blocking=False) if s.code == scheduling.REPORTED else s for s in signals
+        ]
     return signals + queue.signals
 
 

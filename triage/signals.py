@@ -6,42 +6,44 @@ audience: `evidence` may be shown to the pod's tenant, `detail` only to operator
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from triage.cluster.source import ReadFailedError
 from triage.model import Finding, Layer, Status
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Signal:
+    """What one check found. Immutable: signals an evaluation decides alone are shared by
+    every triage of a sweep that uses it, so a check that needs another version of one makes
+    it with `dataclasses.replace` (or `with_evidence`); its lists are tuples."""
+
     layer: Layer
     code: str
     summary: str
     blocking: bool = True
-    evidence: list[str] = field(default_factory=list)
-    detail: list[str] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
+    evidence: Sequence[str] = ()
+    detail: Sequence[str] = ()
+    nodes: Sequence[str] = ()  # a "pool full" signal names thousands: never copied
     pod: str = ""  # "namespace/name" of the GPU component pod at fault, if one is
-    values: dict[str, str] = field(default_factory=dict)  # playbook placeholders it fills
+    values: Mapping[str, str] = field(default_factory=dict)  # playbook placeholders it fills
     # Shared objects that block (ResourceQuota ns/name, ClusterQueue, a missing label): what
     # makes two workloads stuck for one cause in the fleet view.
-    objects: list[str] = field(default_factory=list)
+    objects: Sequence[str] = ()
 
+    def __post_init__(self) -> None:
+        for name, value in (("evidence", self.evidence), ("detail", self.detail),
+                            ("nodes", self.nodes), ("objects", self.objects)):  # fmt: skip
+            if type(value) is not tuple:
+                object.__setattr__(self, name, tuple(value))
+        if type(self.values) is not MappingProxyType:
+            object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
 
-def owned(signals: list[Signal], index: int) -> Signal:
-    """`signals[index]`, replaced by a copy of its own that the caller may change.
-
-    Signals that an evaluation decides alone are shared by every triage of a sweep that uses
-    it, so a check never changes a signal it did not make: it takes a copy first. Checks
-    change a signal's summary, blocking and evidence; `nodes`, `values` and `objects` are
-    never changed once made, and the copy shares them (a "pool full" signal names
-    thousands of nodes)."""
-    s = signals[index]
-    signals[index] = copy = Signal(
-        s.layer, s.code, s.summary, s.blocking, list(s.evidence), list(s.detail),
-        s.nodes, s.pod, s.values, s.objects,
-    )  # fmt: skip
-    return copy
+    def with_evidence(self, *, first: Sequence[str] = (), then: Sequence[str] = ()) -> Signal:
+        """The signal with `first` before its evidence and `then` after it."""
+        return replace(self, evidence=(*first, *self.evidence, *then))
 
 
 @dataclass

@@ -18,6 +18,7 @@ from bench.synth import cluster, pod
 from triage import MemorySource, load_snapshot, triage
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.usage import NodeUsage, UsageIndex
+from triage.layers.scheduling import by_class
 from triage.layers.scheduling.placement import Evaluation, Placement
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -47,17 +48,18 @@ def _view(e: Evaluation) -> dict[str, Any]:
 
 
 def _both_ways(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every evaluation made both ways and compared; the sizes of those compared."""
-    evaluate, seen = Placement.evaluate, []
+    """Every evaluation made both ways (the reference evaluator, node by node, and the
+    by-class fast path) and compared; the sizes of those compared."""
+    fast, seen = by_class.evaluate, []
 
-    def compared(self: Placement, *args: Any, memo: Any = None) -> Any:
-        one_by_one = evaluate(self, *args)
-        by_class = evaluate(self, *args, memo=IdentityMemo())
-        assert _view(by_class) == _view(one_by_one)
+    def compared(placement: Placement, *args: Any, memo: Any = None) -> Any:
+        one_by_one = placement.evaluate(*args)
+        classes = fast(placement, *args, memo=IdentityMemo())
+        assert _view(classes) == _view(one_by_one)
         seen.append(one_by_one.total)
-        return by_class
+        return classes
 
-    monkeypatch.setattr(Placement, "evaluate", compared)
+    monkeypatch.setattr(by_class, "evaluate", compared)
     return seen
 
 
@@ -71,12 +73,10 @@ def test_every_list_of_an_evaluation_is_the_same_in_node_order(
 
 
 def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    evaluate = Placement.evaluate
+    def without_classes(placement: Placement, *args: Any, memo: Any = None) -> Any:
+        return placement.evaluate(*args)
 
-    def without_classes(self: Placement, *args: Any, memo: Any = None) -> Any:
-        return evaluate(self, *args)
-
-    monkeypatch.setattr(Placement, "evaluate", without_classes)
+    monkeypatch.setattr(by_class, "evaluate", without_classes)
 
 
 def test_a_synthetic_cluster_gets_the_same_reports(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,15 +114,16 @@ def test_a_kept_evaluation_follows_usage_changes_node_by_node(
     judgement gives."""
     objs, pending = cluster(nodes=300, pods=9000, seed=11)
     calls: list[tuple[Placement, list[Any], list[Any]]] = []
-    evaluate = Placement.evaluate
 
-    def captured(self: Placement, nodes: Any, healths: Any, usage: Any, memo: Any = None) -> Any:
-        calls.append((self, nodes, healths))
-        return evaluate(self, nodes, healths, usage)
+    def captured(
+        placement: Placement, nodes: Any, healths: Any, usage: Any, memo: Any = None
+    ) -> Any:
+        calls.append((placement, nodes, healths))
+        return placement.evaluate(nodes, healths, usage)
 
-    monkeypatch.setattr(Placement, "evaluate", captured)
-    _reports(MemorySource(objs), [tuple(p) for p in pending[:40]])  # type: ignore[misc]
-    monkeypatch.setattr(Placement, "evaluate", evaluate)
+    with monkeypatch.context() as patched:
+        patched.setattr(by_class, "evaluate", captured)
+        _reports(MemorySource(objs), [tuple(p) for p in pending[:40]])  # type: ignore[misc]
     _, nodes, healths = calls[0]
     rnd = random.Random(4)
     healths = [replace(h) for h in healths]
@@ -146,7 +147,7 @@ def test_a_kept_evaluation_follows_usage_changes_node_by_node(
         if step % 5 == 4:
             usage = dict(usage)  # another source's usage: compared node by node
         for placement, *_ in calls[: 3 + step % 4]:
-            kept = _view(placement.evaluate(nodes, healths, usage, memo=memo))
+            kept = _view(by_class.evaluate(placement, nodes, healths, usage, memo=memo))
             assert kept == _view(placement.evaluate(nodes, healths, usage))
             compared += 1
             mixed += bool(kept["short"]) and bool(kept["usable"])

@@ -32,7 +32,7 @@ from triage.fleet.reuse import Current, FleetMemo, Kept
 from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
-from triage.layers.scheduling.check import shapes_in, shared_evaluation
+from triage.layers.scheduling.shared import shapes_in, shared_evaluation
 from triage.model import Answer, Layer, Verdict
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target

@@ -104,7 +104,7 @@ def autoscaler_signals(
     elif ca is not None:
         out.append(_not_triggered(ca, now))
         status = CaStatus.read(reads.ca_status() if reads.ca_status else None)
-        out[-1].evidence.extend(status.groups() if status else [])
+        out[-1] = out[-1].with_evidence(then=status.groups() if status else [])
     if kp is not None and kp.reason == "Nominated":
         claim = kp.message.rsplit(":", 1)[-1].strip()
         out.append(_nominated(claim, kp, now, reads.karpenter))

@@ -9,9 +9,8 @@ would stop a pod once created, never blocking.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import replace
 
 from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.cluster.quantities import gpu_requests, pod_requests
@@ -19,19 +18,19 @@ from triage.cluster.source import ReadFailedError
 from triage.cluster.usage import NodeUsage
 from triage.layers.base import VIEW_EXACT, Context, Outcome
 from triage.layers.bound import on_node
+from triage.layers.scheduling import by_class
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
 from triage.layers.scheduling.filters import FilterView, PodFilters, needs_filters, pods_on
-from triage.layers.scheduling.placement import Evaluation, Placement
+from triage.layers.scheduling.placement import Placement
 from triage.layers.scheduling.reasons import (
-    evaluation_digest,
-    node_signals,
     placement_summary,
     scheduling_signals,
 )
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
+from triage.layers.scheduling.shared import pod_shape, read_nodes, read_usage, shared_evaluation
 from triage.model import Layer
-from triage.signals import Signal, owned
+from triage.signals import Signal
 
 REPORTED = "scheduling.scheduler-reported"  # the scheduler's words, when nothing explains them
 
@@ -51,7 +50,7 @@ def check(ctx: Context) -> Outcome:
     requests = pod_requests(pod)
     shape = None
     if not (existing or needs_filters(pod)) and claims.node is None and only is None:
-        shape = _shape(ctx, pod, requests)
+        shape = pod_shape(ctx, pod, requests)
     filters: PodFilters | None = None
     if shape is not None:
         shared = shared_evaluation(ctx, shape, lambda: Placement(pod=pod, requests=requests))
@@ -59,16 +58,16 @@ def check(ctx: Context) -> Outcome:
             return _unjudged(ctx, pod, claims.signals)
         placement, evaluation = shared
     else:
-        nodes = _nodes(ctx)
+        nodes = read_nodes(ctx)
         if nodes is None:
             return _unjudged(ctx, pod, claims.signals)
-        usage = _usage(ctx)
+        usage = read_usage(ctx)
         filters = _filters(ctx, pod, nodes, usage, existing=existing)
         placement = Placement(
             pod=pod, requests=requests, dra=claims.node, only_nodes=only, filters=filters
         )
         healths = ctx.healths.all(nodes, stacks)
-        evaluation = placement.evaluate(nodes, healths, usage, memo=ctx.memo)
+        evaluation = by_class.evaluate(placement, nodes, healths, usage, memo=ctx.memo)
         # node health judged here from the view's pods, outside any shared work
         ctx.depend(VIEW_EXACT, stacks, shared=True)
     pod_level = filters.pod_level() if filters is not None else []
@@ -84,25 +83,14 @@ def check(ctx: Context) -> Outcome:
     if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
         signals = [s for s in signals if s.code != REPORTED]
     if placed is None:  # no pod exists yet: admission decides; placement is a look-ahead
-        for i in range(len(signals)):
-            s = owned(signals, i)
-            s.blocking = False
-            s.summary = f"once created: {s.summary}"
+        signals = [
+            replace(s, blocking=False, summary=f"once created: {s.summary}") for s in signals
+        ]
     out = Outcome(signals=claims.signals + signals)
     summary = placement_summary(evaluation)
     if summary and not pod_level:
         out.ok[Layer.SCHEDULING] = summary
     return out
-
-
-Shape = tuple[str, str]
-SHAPE = "shape"  # the tag of a shape's key among what a triage depends on
-
-
-def _nodes(ctx: Context) -> list[Obj] | None:
-    """Every node, or None when they cannot be read: each node's driver and device plugin
-    are judged from its object, and placement is the nodes, so all three are then unknown."""
-    return ctx.try_read("Node", None, layers=(Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING))
 
 
 def _unjudged(ctx: Context, pod: Obj, claims: list[Signal]) -> Outcome:
@@ -121,90 +109,6 @@ def _unjudged(ctx: Context, pod: Obj, claims: list[Signal]) -> Outcome:
             )
         )
     return Outcome(signals=signals)
-
-
-def shared_evaluation(
-    ctx: Context, shape: Shape, placement: Placement | Callable[[], Placement]
-) -> tuple[Placement, Evaluation] | None:
-    """Every node judged for pods of one shape: once per sweep, shared by its triages (and
-    once per triage outside a sweep). The triage depends on the digest of what it takes from
-    the evaluation, not on the nodes it read for it (`Context.depend`). None when the nodes
-    cannot be read (the layers are then unknown)."""
-    shared, key = ctx.shared, (SHAPE, shape)
-    if shared is not None and shape in shared:
-        kept, evaluation, unknowns = shared[shape]
-        for u in unknowns:  # what could not be read for the evaluation is unknown here too
-            ctx.unknown(u.layer, u.reason, error=u.error)
-        if evaluation is None:
-            return None
-        ctx.depend(key, shared[("digest", key)])
-        return kept, evaluation
-    if not isinstance(placement, Placement):
-        placement = placement()
-    before = len(ctx.unknowns)
-    with ctx.aside():
-        nodes = _nodes(ctx)
-        if nodes is None:
-            if shared is not None:
-                shared[shape] = (placement, None, ctx.unknowns[before:])
-            return None
-        usage = _usage(ctx)
-        healths = ctx.healths.all(nodes, ctx.view)
-    made = placement
-    if shared is None:
-        evaluation = made.evaluate(nodes, healths, usage, memo=ctx.memo)
-    else:
-        # The last sweep's evaluation while every node, its health and its usage are the same
-        # objects (a quiet cluster, or a change elsewhere): its digest is then the same too.
-        evaluation = ctx.memo.get(
-            ("shape-evaluation", shape),
-            (*nodes, *healths, *usage.keys(), *usage.values()),
-            lambda: made.evaluate(nodes, healths, usage, memo=ctx.memo),
-        )
-        shared[shape] = (placement, evaluation, ctx.unknowns[before:])
-        pod = placement.pod
-        node_signals(pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod))
-        ctx.depend(key, evaluation_digest(placement, evaluation), shared=True)
-    return placement, evaluation
-
-
-def shapes_in(shared: Mapping[Hashable, Any]) -> dict[tuple[str, Shape], Placement]:
-    """The shapes a sweep evaluated, by the key triages depend on, with the placement that
-    can evaluate each again (`shared_evaluation`) in a later sweep."""
-    return {
-        (SHAPE, k): v[0]
-        for k, v in shared.items()
-        if isinstance(k, tuple) and len(k) == 2 and k[0] == "placement"
-    }
-
-
-def _shape(ctx: Context, pod: Obj, requests: Mapping[str, int]) -> Shape | None:
-    """What a node evaluation depends on, for a pod no filter plugin or claim applies to:
-    pods of one shape get the same evaluation within a sweep. None for a pod bound by name.
-    Remembered per pod spec (specs are replaced, never changed)."""
-    spec = pod.get("spec") or {}
-    if spec.get("nodeName"):
-        return None
-    known = ctx.memo.table("pod-shapes")
-    hit = known.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]  # type: ignore[no-any-return]
-    affinity = (spec.get("affinity") or {}).get("nodeAffinity")
-    raw = [spec.get("nodeSelector"), affinity, spec.get("tolerations"), sorted(requests.items()),
-           bool(spec.get("resourceClaims"))]  # fmt: skip
-    shape = ("placement", json.dumps(raw, sort_keys=True, default=str))
-    known[id(spec)] = (spec, shape)
-    return shape
-
-
-def _usage(ctx: Context) -> Mapping[str, NodeUsage]:
-    """What the pods on each node request; {} when the pods cannot be listed (free resources
-    are then not known: the scheduling layer is unknown)."""
-    try:
-        return ctx.source.node_usage()
-    except ReadFailedError as e:
-        ctx.could_not(e, Layer.SCHEDULING)
-        return {}
 
 
 def _existing_anti_affinity(ctx: Context, pod: Obj) -> bool:
@@ -272,7 +176,7 @@ def _victims(ctx: Context, pod: Obj) -> list[tuple[str, str]]:
     node = (pod.get("status") or {}).get("nominatedNodeName")
     if not node:
         return []
-    usage = _usage(ctx)
+    usage = read_usage(ctx)
     mine = int((pod.get("spec") or {}).get("priority") or 0)
     out = []
     for p in pods_on(str(node), usage, ctx.getter(Layer.SCHEDULING)):

@@ -88,16 +88,16 @@ def _exclusion_code(category: str) -> str:
 def _unmatched_labels(pod: Obj, nodes: Evaluation) -> list[str]:
     """The pod's nodeSelector pairs that no node in the cluster carries."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    key = ("unmatched", tuple(sorted(selector.items())))
-    found = nodes.derived.get(key)
+    key = tuple(sorted(selector.items()))
+    found = nodes.derived.unmatched.get(key)
     if found is None:
         every = nodes.representatives
         if every is None:
             every = [node for pool in nodes.excluded.values() for node, _ in pool]
-        found = nodes.derived[key] = [
+        found = nodes.derived.unmatched[key] = [
             f"{k}={v}" for k, v in selector.items() if not any(labels(n).get(k) == v for n in every)
         ]
-    return list(found)  # type: ignore[call-overload,no-any-return]
+    return list(found)
 
 
 def no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import cast
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj
@@ -22,7 +21,7 @@ from triage.layers.scheduling.no_candidate import no_candidate_signal
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
-from triage.signals import Signal, owned
+from triage.signals import Signal
 
 _SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
@@ -113,9 +112,9 @@ def scheduling_signals(
         (i for i, s in enumerate(signals) if s.blocking and s.code == "scheduling.insufficient"),
         None,
     )
-    first = None if at is None else owned(signals, at)
-    if first is not None:
-        first.evidence.extend(_preemption_notes(pod))
+    first = None if at is None else signals[at]
+    if first is not None and at is not None:
+        signals[at] = first.with_evidence(then=_preemption_notes(pod))
     auto = autoscaler_signals(
         pod,
         events,
@@ -133,10 +132,8 @@ def scheduling_signals(
         and all(s.layer == Layer.SCHEDULING for s in signals if s.blocking)
     ):
         # Room is being made (a node launching, victims leaving): the pod waits, unblocked.
-        for s in waiting:
-            s.blocking = False
-        for i in range(len(signals)):
-            owned(signals, i).blocking = False
+        waiting = [replace(s, blocking=False) for s in waiting]
+        signals = [replace(s, blocking=False) for s in signals]
     if nodes.candidates:
         return [*waiting, *stuck, *signals]
     return [*waiting, *signals, *stuck]
@@ -177,7 +174,7 @@ def _signals(
     signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu)
     if not nodes.candidates:
         if sched_line:  # the last signal says why no node is a candidate
-            owned(signals, len(signals) - 1).evidence.insert(0, sched_line)
+            signals[-1] = signals[-1].with_evidence(first=[sched_line])
         return signals
     usable = _usable_signals(pod, nodes.usable, sched, sched_line)
     if sched_line and blocked_now:
@@ -188,31 +185,25 @@ def _signals(
                 lowest = i
         signals += usable
         if lowest is not None:
-            owned(signals, lowest).evidence.insert(0, sched_line)
+            signals[lowest] = signals[lowest].with_evidence(first=[sched_line])
         return signals
     return signals + usable
 
 
 def _lowest_blocking(signals: list[Signal], nodes: Evaluation, placement: Placement) -> int | None:
-    """The index of the lowest-layer blocking signal of `node_signals` (first of equals)."""
-    key = ("lowest-blocking", placement.gpu)
-    if key not in nodes.derived:
-        nodes.derived[key] = min(
-            (i for i, s in enumerate(signals) if s.blocking),
-            key=lambda i: signals[i].layer.rank,
-            default=None,
-        )
-    return cast("int | None", nodes.derived[key])
+    """The index of the lowest-layer blocking signal of `node_signals` (first of equals),
+    found when they were made."""
+    return nodes.derived.lowest_blocking
 
 
 def node_signals(
     *, pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int]
 ) -> list[Signal]:
     """What the evaluation alone decides, the same for every pod it was made for (pods of one
-    shape share it in a sweep): computed once per evaluation. The signals are shared: a
-    triage that changes one takes its own copy first (`owned`)."""
-    key = ("node-signals", placement.gpu)
-    made = nodes.derived.get(key)
+    shape share it in a sweep): computed once per evaluation. The signals are shared (and
+    immutable); the list is the caller's."""
+    derived = nodes.derived
+    made = derived.node_signals
     if made is None:
         blocked_now = not nodes.usable and not nodes.joining
         made = _blocked_signals(nodes, blocked_now=blocked_now)
@@ -220,8 +211,13 @@ def node_signals(
         made += _side_signals(nodes, placement)
         if not nodes.candidates:
             made.append(no_candidate_signal(pod, placement, nodes, gpu))
-        nodes.derived[key] = made
-    return list(cast(list[Signal], made))
+        derived.node_signals = made
+        derived.lowest_blocking = min(
+            (i for i, s in enumerate(made) if s.blocking),
+            key=lambda i: made[i].layer.rank,
+            default=None,
+        )
+    return list(made)
 
 
 def evaluation_digest(placement: Placement, nodes: Evaluation) -> tuple[object, ...]:
@@ -230,10 +226,10 @@ def evaluation_digest(placement: Placement, nodes: Evaluation) -> tuple[object, 
     cause), how many nodes are candidates and usable, whether any is joining. Side findings
     and evidence are left out: a sweep keeps verdicts, not reports (a drill-in triages
     afresh). Made after `node_signals` ran on it, once per evaluation."""
-    found = nodes.derived.get("digest")
+    found = nodes.derived.digest
     if found is None:
-        made = cast(list[Signal], nodes.derived.get(("node-signals", placement.gpu), []))
-        found = nodes.derived["digest"] = (
+        made = nodes.derived.node_signals or []
+        found = nodes.derived.digest = (
             tuple(
                 (s.layer, s.code, s.summary, tuple(s.nodes), tuple(s.objects))
                 for s in made
@@ -243,7 +239,7 @@ def evaluation_digest(placement: Placement, nodes: Evaluation) -> tuple[object, 
             nodes.candidates,
             bool(nodes.joining),
         )
-    return cast(tuple[object, ...], found)
+    return found
 
 
 def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
