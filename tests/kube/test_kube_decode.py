@@ -5,12 +5,14 @@ included), slimming a typed-decoded page gives the same objects as slimming the 
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from kube.slim import list_decoder, projection
+from kube.slim import Sharer, list_decoder, projection
 from triage import MalformedSnapshotError, load_snapshot
 from triage.cluster.objects import Obj
 
@@ -151,3 +153,63 @@ def test_events_decode_to_what_the_engine_reads_of_them() -> None:
     assert [normalise_event(e) for e in typed] == [normalise_event(e) for e in whole]
     assert by_subject(typed).keys() == by_subject(whole).keys()
     assert "managedFields" not in typed[-2]["metadata"] and "source" not in typed[-2]
+
+
+def _at(obj: Any, path: str) -> list[Any]:
+    """The values at a declared pod field ("spec.containers[].ports"), one per list item."""
+    found = [obj]
+    for part in path.split("."):
+        many = part.endswith("[]")
+        key = part.removesuffix("[]")
+        found = [x.get(key) for x in found if isinstance(x, dict)]
+        if many:
+            found = [y for x in found for y in (x or [])]
+    return found
+
+
+def test_the_cache_keeps_every_pod_field_a_scheduler_filter_reads() -> None:
+    """Every pod field a filter of the registry declares (`FilterPlugin.pod_fields`) survives
+    the watch cache's projection, typed decoding included: a filter reading a field the
+    cache drops would judge live clusters differently from snapshots."""
+    from triage.layers.scheduling.registry import POD_FIELDS
+
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"app": "x"}},
+        "spec": {
+            "nodeName": "n1",
+            "nodeSelector": {"pool": "a"},
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}},
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]},
+            },
+            "tolerations": [{"key": "gpu", "operator": "Exists"}],
+            "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1}],
+            "overhead": {"cpu": "100m"},
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}},
+            ],
+            "containers": [{
+                "name": "main", "image": "i",
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+                "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]},
+            }],
+            "initContainers": [{
+                "name": "side", "restartPolicy": "Always", "ports": [{"hostPort": 9090}],
+                "resources": {"requests": {"cpu": "1"}},
+            }],
+        },
+        "status": {"phase": "Pending"},
+    }  # fmt: skip
+    page = json.dumps({"metadata": {}, "items": [pod]}).encode()
+    decode = list_decoder("Pod")
+    assert decode is not None
+    kept = projection("Pod", Sharer())(decode(page)["items"][0] | {"kind": "Pod"})
+    for path in POD_FIELDS:
+        wanted = _at(pod, path)
+        assert any(w is not None for w in wanted), f"the test pod lacks {path}"
+        assert _at(kept, path) == wanted, f"the cache drops {path}, which a filter reads"

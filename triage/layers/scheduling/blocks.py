@@ -9,22 +9,15 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from triage.cluster.objects import Obj
-from triage.cluster.quantities import GPU, MIG_PREFIX, fmt_amount
+from triage.cluster.quantities import GPU, MIG_PREFIX
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.dra import DraCheck
-from triage.layers.scheduling.filters import Refusal
+from triage.layers.scheduling.filters.resources_fit import INSUFFICIENT, shortfall_text
+from triage.layers.scheduling.filters.unschedulable import CORDONED, cordoned
+from triage.layers.scheduling.filters.view import Refusal
 from triage.layers.verdicts import Verdict
 from triage.model import Layer
-
-# Pods of these namespaces are infrastructure, not the tenants competing for a node.
-SYSTEM_NAMESPACES = (
-    "kube-system/",
-    "gpu-operator/",
-    "kube-flannel/",
-    "calico-system/",
-    "monitoring/",
-)
 
 
 class NodeFit:
@@ -89,12 +82,8 @@ def dynamic(
         if claim_block is not None:
             fit.layer, fit.code, fit.text = claim_block
             return fit
-    if (node.get("spec") or {}).get("unschedulable"):
-        fit.layer, fit.code, fit.text = (
-            Layer.SCHEDULING,
-            "scheduling.cordoned",
-            f"node {name} is cordoned",
-        )
+    if cordoned(node):
+        fit.layer, fit.code, fit.text = Layer.SCHEDULING, CORDONED, f"node {name} is cordoned"
     return fit
 
 
@@ -113,19 +102,8 @@ def _blocked_by(fit: NodeFit, layer: Layer, verdict: Verdict) -> None:
 def insufficient(
     fit: NodeFit, health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
 ) -> None:
-    fit.layer, fit.code = Layer.SCHEDULING, "scheduling.insufficient"
-    fit.lazy = lambda: _shortfall_text(health.name, health.allocatable_all, requests, usage)
-
-
-def _shortfall_text(
-    name: str, alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None
-) -> tuple[str, list[str]]:
-    text = f"node {name}: " + "; ".join(_shortfall(alloc, requests, usage))
-    workloads = [p for p in (usage.pods if usage else []) if not p.startswith(SYSTEM_NAMESPACES)]
-    if not workloads:
-        return text, []
-    more = f" and {len(workloads) - 8} more" if len(workloads) > 8 else ""
-    return text, [f"node {name} runs: " + ", ".join(workloads[:8]) + more]
+    fit.layer, fit.code = Layer.SCHEDULING, INSUFFICIENT
+    fit.lazy = lambda: shortfall_text(health.name, health.allocatable_all, requests, usage)
 
 
 def _plugin_block(
@@ -197,25 +175,3 @@ def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, Verdict]:
     return Layer.DEVICE_PLUGIN, Verdict(
         False, "device-plugin.no-gpu-resource", f"node {name} advertises no {res}"
     )
-
-
-def _shortfall(
-    alloc: Mapping[str, int], requests: Mapping[str, int], usage: NodeUsage | None
-) -> list[str]:
-    used = usage.requests if usage else {}
-    out = []
-    for res, want in sorted(
-        requests.items(), key=lambda kv: (not kv[0].startswith("nvidia"), kv[0])
-    ):
-        if res not in alloc:
-            continue
-        free = alloc[res] - used.get(res, 0)
-        if want > free:
-            out.append(
-                f"{fmt_amount(res, used.get(res, 0))}/{fmt_amount(res, alloc[res])} {res} allocated, "
-                f"{fmt_amount(res, max(free, 0))} free, pod requests {fmt_amount(res, want)}"
-            )
-    pods_alloc = alloc.get("pods")
-    if pods_alloc is not None and usage is not None and len(usage.pods) >= pods_alloc:
-        out.append(f"pod limit reached ({len(usage.pods)}/{pods_alloc} pods)")
-    return out

@@ -21,12 +21,14 @@ from triage.layers.bound import on_node
 from triage.layers.scheduling import by_class
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
-from triage.layers.scheduling.filters import FilterView, PodFilters, needs_filters, pods_on
+from triage.layers.scheduling.filters.view import FilterView, pods_on
 from triage.layers.scheduling.placement import Placement
+from triage.layers.scheduling.pod_filters import PodFilters
 from triage.layers.scheduling.reasons import (
     placement_summary,
     scheduling_signals,
 )
+from triage.layers.scheduling.registry import needs_filters
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
 from triage.layers.scheduling.shared import pod_shape, read_nodes, read_usage, shared_evaluation
 from triage.model import Layer
@@ -137,12 +139,9 @@ def _filters(
         events=ctx.events,
         nodes=nodes,
         usage=usage,
-    )
-    return PodFilters(
-        view,
         existing_anti_affinity=existing,
-        unread=lambda e: ctx.could_not(e, Layer.SCHEDULING),
     )
+    return PodFilters(view, unread=lambda e: ctx.could_not(e, Layer.SCHEDULING))
 
 
 def _scaling_reads(ctx: Context, pod: Obj) -> ScalingReads:

@@ -18,6 +18,7 @@ from typing import Any
 from triage.cluster.objects import Obj, meta, name_of, ns_of, pod_problem
 from triage.cluster.quantities import amount
 from triage.layers.base import Context
+from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.layers.stacks.view import StackView
 from triage.model import Layer
 from triage.signals import Signal
@@ -232,6 +233,8 @@ def reserved_for_others(claim: Obj, pod: Obj) -> list[str]:
     ]
 
 
+NO_DRA = "no DRA devices"  # the exclusion of nodes publishing nothing the pod's claims match
+
 LAYER_OF = {
     "device-plugin.dra-deviceclass-missing": Layer.DEVICE_PLUGIN,
     "device-plugin.dra-no-slices": Layer.DEVICE_PLUGIN,
@@ -374,3 +377,29 @@ def _allocated(ref: str, claim: Obj, pod: Obj) -> list[Signal]:
             evidence=[f"ResourceClaim {ref} is allocated ({devs or 'no devices listed'})"],
         )
     ]
+
+
+PLUGIN = FilterPlugin(
+    name="DynamicResources",
+    phase=Phase.BEFORE_FIT,
+    category="resource claims",
+    reasons={
+        "device-plugin.dra-deviceclass-missing": "the DeviceClass the pod's ResourceClaim "
+        "asks for does not exist",
+        "device-plugin.dra-no-slices": "{n} of {c} node(s) the pod can use publish no "
+        "ResourceSlice (DRA kubelet plugin not running)",
+        "scheduling.dra-no-matching-device": "no device on the {n} node(s) the pod can use "
+        "matches its ResourceClaim",
+        "scheduling.dra-devices-allocated": "{n} of {c} node(s) the pod can use have every "
+        "matching DRA device allocated to other claims",
+        "scheduling.dra-claim-missing": "",
+        "scheduling.dra-claim-in-use": "",
+    },
+    scheduler_says=("cannot allocate all claims", "DynamicResources", "resourceclaim"),
+    pod_fields=("spec.resourceClaims", "spec.containers[].resources.claims"),
+    applies=lambda pod: bool((pod.get("spec") or {}).get("resourceClaims")),
+    # The claims are judged here, but kube-scheduler's own words about them are not read as
+    # modelled (its message for them stays evidence of what it still refuses).
+    modelled=False,
+    exclusion_codes={NO_DRA: "scheduling.dra-no-matching-device"},
+)  # fmt: skip

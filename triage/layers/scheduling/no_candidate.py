@@ -8,25 +8,19 @@ from collections import Counter
 
 from triage.cluster.objects import Obj, labels
 from triage.cluster.quantities import gpu_requests
+from triage.layers.scheduling import dra
+from triage.layers.scheduling.filters import resources_fit
 from triage.layers.scheduling.placement import Evaluation, Placement
+from triage.layers.scheduling.registry import EXCLUSION_CODES
 from triage.model import Layer
 from triage.signals import Signal
 
-EXCLUSION_CODE = {
-    "no DRA devices": "scheduling.dra-no-matching-device",
-    "selector mismatch": "scheduling.selector-mismatch",
-    "too small": "scheduling.request-too-large",
-    "no such MIG profile": "scheduling.no-mig-profile",
-    "GPUs only through DRA": "scheduling.gpus-only-through-dra",
-    "no GPU": "scheduling.no-gpu-nodes",
-}
-
+EXCLUSION_CODE = EXCLUSION_CODES
 
 # Exclusions of nodes that pass the pod's own selector, affinity and tolerations: what they
-# lack is size or kind of device, and they, not the constraint-excluded nodes, are the cause.
-FIT_CATEGORIES = frozenset(
-    {"too small", "no such MIG profile", "GPUs only through DRA", "no DRA devices"}
-)
+# lack is size or kind of device (the fit's exclusions, and DRA's), and they, not the
+# constraint-excluded nodes, are the cause.
+FIT_CATEGORIES = frozenset({*resources_fit.PLUGIN.exclusion_codes, *dra.PLUGIN.exclusion_codes})
 
 
 def no_candidate_signal(
@@ -80,9 +74,10 @@ def no_candidate_signal(
 def _exclusion_code(category: str) -> str:
     if not category:
         return "scheduling.no-gpu-nodes"
-    if category.startswith("untolerated"):
-        return "scheduling.untolerated-taint"
-    return EXCLUSION_CODE.get(category, "scheduling.selector-mismatch")
+    found = EXCLUSION_CODE.get(category)
+    if found is None:  # a category that carries detail: "untolerated taint <key>"
+        found = next((c for k, c in EXCLUSION_CODE.items() if category.startswith(k)), None)
+    return found or "scheduling.selector-mismatch"
 
 
 def _unmatched_labels(pod: Obj, nodes: Evaluation) -> list[str]:

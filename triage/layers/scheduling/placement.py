@@ -18,9 +18,9 @@ from triage.cluster.selectors import required_affinity_terms
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.blocks import NodeFit, dynamic, insufficient, refused
-from triage.layers.scheduling.dra import DraCheck
-from triage.layers.scheduling.exclusions import NO_DRA, static_exclusion, wants_gpu
-from triage.layers.scheduling.filters import PodFilters
+from triage.layers.scheduling.dra import NO_DRA, DraCheck
+from triage.layers.scheduling.exclusions import static_exclusion, wants_gpu
+from triage.layers.scheduling.pod_filters import PodFilters
 from triage.signals import Signal
 
 

@@ -19,11 +19,13 @@ from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscal
 from triage.layers.scheduling.blocks import NodeFit
 from triage.layers.scheduling.no_candidate import no_candidate_signal
 from triage.layers.scheduling.placement import Evaluation, Placement
+from triage.layers.scheduling.registry import AFTER_FIT_CODES, MODELLED, SUMMARIES
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
 from triage.signals import Signal
 
-_SUMMARY = {
+# What blocks nodes below the scheduler's filters (their driver, their device plugin), by code.
+_NODE_SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
     "driver.pod-missing": "{n} of {c} node(s) the pod can use have no NVIDIA driver pod",
     "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their GPUs: the NVIDIA driver pod is failing",
@@ -45,39 +47,12 @@ _SUMMARY = {
     "device-plugin.mig-only": "{n} of {c} node(s) the pod can use expose only MIG slices, but the pod asks for whole GPUs",
     "device-plugin.mig-profile-missing": "{n} of {c} node(s) the pod can use are not partitioned into the MIG profile the pod asks for",
     "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost GPUs to unhealthy devices (allocatable < capacity)",
-    "scheduling.cordoned": "{n} of {c} node(s) the pod can use are cordoned",
-    "device-plugin.dra-deviceclass-missing": "the DeviceClass the pod's ResourceClaim asks for does not exist",
-    "device-plugin.dra-no-slices": "{n} of {c} node(s) the pod can use publish no ResourceSlice (DRA kubelet plugin not running)",
     "device-plugin.resource-renamed": "{n} of {c} node(s) the pod can use advertise the GPU under another resource name",
     "device-plugin.mig-reconfiguring": "{n} of {c} node(s) the pod can use are being repartitioned (MIG reconfiguration in progress)",
-    "scheduling.dra-no-matching-device": "no device on the {n} node(s) the pod can use matches its ResourceClaim",
-    "scheduling.dra-devices-allocated": "{n} of {c} node(s) the pod can use have every matching DRA device allocated to other claims",
-    "scheduling.insufficient": "{n} of {c} node(s) the pod can use are short of free resources",
-    "scheduling.node-ports": "{n} of {c} node(s) the pod can use already have host port {port} taken",
-    "scheduling.volume-limit": "{n} of {c} node(s) with room for the pod are at their CSINode attach limit for {driver} volumes",
-    "scheduling.volume-node-affinity": "the pod's volume {volume} (claim {claim}) attaches only where {where}, and none of the {n} node(s) with room for the pod is there",
-    "scheduling.volume-zone": "the pod's volume {volume} (claim {claim}) is in {zone}, and none of the {n} node(s) with room for the pod is there",
-    "scheduling.volume-unavailable": "the pod's claim {claim} (StorageClass {storage_class}) can get no volume on the {n} node(s) with room for the pod",
-    "scheduling.topology-spread": "the pod's topology spread on {key} (maxSkew {max_skew}) rules out the {n} node(s) with room for it: their domains already hold the most pods matching {selector} ({emptiest} holds {fewest})",
-    "scheduling.topology-spread-label": "{n} of {c} node(s) with room for the pod lack the label {key} its topology spread needs",
-    "scheduling.pod-affinity": "none of the {n} node(s) with room for the pod shares a {key} with a pod matching its required pod affinity ({selector})",
-    "scheduling.pod-anti-affinity": "the {n} node(s) with room for the pod share a {key} with pods its required anti-affinity excludes ({selector})",
-    "scheduling.existing-anti-affinity": "the {n} node(s) with room for the pod are in a {key} where running pods' required anti-affinity keeps pods like it out",
 }  # fmt: skip
-# Filters that run after NodeResourcesFit: the nodes they reject have room for the pod, so
-# they, rather than the nodes that are full, explain why it waits.
-AFTER_FIT = frozenset(
-    {"scheduling.volume-limit", "scheduling.volume-node-affinity", "scheduling.volume-zone",
-     "scheduling.volume-unavailable", "scheduling.topology-spread",
-     "scheduling.topology-spread-label", "scheduling.pod-affinity",
-     "scheduling.pod-anti-affinity", "scheduling.existing-anti-affinity"}
-)  # fmt: skip
+_SUMMARY = {**_NODE_SUMMARY, **SUMMARIES}
+AFTER_FIT = AFTER_FIT_CODES
 
-# The scheduler's reasons this triage judges from objects (`scheduler` categories).
-MODELLED = frozenset(
-    {"insufficient", "selector", "taint", "cordoned", "preemption", "node name", "volume",
-     "pod affinity", "topology spread", "ports"}
-)  # fmt: skip
 SHOWN = 10  # nodes described per reason; the rest are counted
 
 # Within one layer, the more specific explanation leads the finding.

@@ -12,40 +12,15 @@ from dataclasses import dataclass, field
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, condition
+from triage.layers.scheduling.registry import SCHEDULER_WORDS
 
 _HEAD = re.compile(r"^\s*(\d+)/(\d+) nodes are available(?::\s*(.*))?$", re.DOTALL)
 _ITEM_SPLIT = re.compile(r",\s+(?=\d+ )")
 _ITEM = re.compile(r"^(\d+)\s+(.+?)\.?$")
 
-# Reasons from the scheduler's plugins mapped to the category we report them under.
-CATEGORIES: tuple[tuple[str, str], ...] = (
-    ("Insufficient ", "insufficient"),
-    ("Too many pods", "insufficient"),
-    ("untolerated taint", "taint"),
-    ("didn't match Pod's node affinity/selector", "selector"),
-    ("didn't match the requested node name", "node name"),
-    ("were unschedulable", "cordoned"),
-    ("had volume node affinity conflict", "volume"),
-    ("unbound immediate PersistentVolumeClaims", "volume"),
-    ("exceed max volume count", "volume"),
-    ("didn't find available persistent volumes", "volume"),
-    ("had no available volume zone", "volume"),
-    ("did not have enough free storage", "volume"),
-    ("bound to non-existent pv", "volume"),
-    ("persistentvolumeclaim", "volume"),
-    ("ReadWriteOncePod", "volume"),
-    ("didn't match pod anti-affinity rules", "pod affinity"),
-    ("didn't match pod affinity rules", "pod affinity"),
-    ("didn't satisfy existing pods anti-affinity rules", "pod affinity"),
-    ("didn't match pod topology spread constraints", "topology spread"),
-    ("missing required label", "topology spread"),
-    ("didn't have free ports", "ports"),
-    ("cannot allocate all claims", "resource claims"),
-    ("DynamicResources", "resource claims"),
-    ("resourceclaim", "resource claims"),
-    ("Preemption is not helpful", "preemption"),
-    ("No preemption victims", "preemption"),
-)
+# Reasons from the scheduler's plugins mapped to the category we report them under: what
+# each filter of the registry says it corresponds to.
+CATEGORIES: tuple[tuple[str, str], ...] = SCHEDULER_WORDS
 
 
 def category(reason: str) -> str:

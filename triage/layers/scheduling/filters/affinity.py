@@ -11,6 +11,7 @@ from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj, labels, ns_of
 from triage.cluster.selectors import label_selector_matches, selector_str
 from triage.layers.scheduling.filters.view import FilterView, Refusal, with_keys
+from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.signals import Signal
 
 
@@ -129,3 +130,30 @@ class InterPodAffinity:
 def _covers(namespaces: set[str] | None, namespace: str) -> bool:
     """Whether a term's namespaces (None: all) include `namespace`."""
     return namespaces is None or namespace in namespaces
+
+
+PLUGIN = FilterPlugin(
+    name="InterPodAffinity",
+    phase=Phase.AFTER_FIT,
+    category="pod affinity",
+    reasons={
+        "scheduling.pod-affinity": "none of the {n} node(s) with room for the pod shares a "
+        "{key} with a pod matching its required pod affinity ({selector})",
+        "scheduling.pod-anti-affinity": "the {n} node(s) with room for the pod share a {key} "
+        "with pods its required anti-affinity excludes ({selector})",
+        "scheduling.existing-anti-affinity": "the {n} node(s) with room for the pod are in a "
+        "{key} where running pods' required anti-affinity keeps pods like it out",
+    },
+    scheduler_says=(
+        "didn't match pod anti-affinity rules", "didn't match pod affinity rules",
+        "didn't satisfy existing pods anti-affinity rules",
+    ),
+    pod_fields=(
+        "spec.affinity.podAffinity", "spec.affinity.podAntiAffinity", "metadata.labels",
+        "metadata.namespace",
+    ),
+    applies=lambda pod: bool(
+        required_terms(pod, "podAffinity") or required_terms(pod, "podAntiAffinity")
+    ),
+    make=lambda view: InterPodAffinity(view, existing=view.existing_anti_affinity),
+)  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from triage.cluster.objects import Obj
 from triage.layers.scheduling.filters.view import FilterView, Refusal
+from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.signals import Signal
 
 
@@ -55,3 +56,19 @@ class NodePorts:
                         (f"node {node}: host port {port} held by {detail}",) if detail else (),
                     )
         return None
+
+
+PLUGIN = FilterPlugin(
+    name="NodePorts",
+    phase=Phase.BEFORE_FIT,
+    category="ports",
+    reasons={
+        "scheduling.node-ports": (
+            "{n} of {c} node(s) the pod can use already have host port {port} taken"
+        )
+    },
+    scheduler_says=("didn't have free ports",),
+    pod_fields=("spec.containers[].ports", "spec.initContainers[].ports"),
+    applies=lambda pod: bool(host_ports(pod)),
+    make=NodePorts,
+)

@@ -7,6 +7,7 @@ from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj, labels
 from triage.cluster.selectors import label_selector_matches, selector_mismatch, selector_str
 from triage.layers.scheduling.filters.view import FilterView, Refusal, with_keys
+from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.signals import Signal
 
 
@@ -76,3 +77,21 @@ class TopologySpread:
                     {**base, "emptiest": emptiest, "fewest": str(low)},
                 )
         return None
+
+
+PLUGIN = FilterPlugin(
+    name="PodTopologySpread",
+    phase=Phase.AFTER_FIT,
+    category="topology spread",
+    reasons={
+        "scheduling.topology-spread": "the pod's topology spread on {key} (maxSkew "
+        "{max_skew}) rules out the {n} node(s) with room for it: their domains already hold "
+        "the most pods matching {selector} ({emptiest} holds {fewest})",
+        "scheduling.topology-spread-label": "{n} of {c} node(s) with room for the pod lack "
+        "the label {key} its topology spread needs",
+    },
+    scheduler_says=("didn't match pod topology spread constraints", "missing required label"),
+    pod_fields=("spec.topologySpreadConstraints", "metadata.labels", "metadata.namespace"),
+    applies=lambda pod: bool(hard_constraints(pod)),
+    make=TopologySpread,
+)  # fmt: skip

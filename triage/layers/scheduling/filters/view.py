@@ -79,8 +79,12 @@ class FilterView:
         events: Events,
         nodes: list[Obj],
         usage: Mapping[str, NodeUsage],
+        existing_anti_affinity: bool = False,
     ) -> None:
         self.pod, self.get, self.read, self.events = pod, get, read, events
+        # whether the scheduler reports running pods' anti-affinity (InterPodAffinity then
+        # scans every running pod for it)
+        self.existing_anti_affinity = existing_anti_affinity
         self.namespace = ns_of(pod)
         self.nodes = {name_of(n): n for n in nodes}
         self.usage = usage

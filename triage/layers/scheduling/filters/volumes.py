@@ -14,6 +14,7 @@ from triage.cluster.objects import Obj, labels, name_of, ns_of
 from triage.cluster.quantities import amount
 from triage.cluster.selectors import node_selector_term_matches
 from triage.layers.scheduling.filters.view import FilterView, Refusal, active
+from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.model import Layer
 from triage.signals import Signal
 
@@ -360,3 +361,36 @@ def _as_node_terms(topologies: list[Obj]) -> list[Obj]:
         }
         for t in topologies
     ]
+
+
+PLUGIN = FilterPlugin(
+    name="VolumeBinding",  # and VolumeRestrictions, NodeVolumeLimits, VolumeZone
+    phase=Phase.AFTER_FIT,
+    category="volume",
+    reasons={
+        "scheduling.pvc-missing": "",  # pod-level: the signal writes its own headline
+        "scheduling.pvc-unbound": "",
+        "scheduling.pv-missing": "",
+        "scheduling.volume-in-use": "",
+        "scheduling.volume-limit": "{n} of {c} node(s) with room for the pod are at their "
+        "CSINode attach limit for {driver} volumes",
+        "scheduling.volume-node-affinity": "the pod's volume {volume} (claim {claim}) attaches "
+        "only where {where}, and none of the {n} node(s) with room for the pod is there",
+        "scheduling.volume-zone": "the pod's volume {volume} (claim {claim}) is in {zone}, and "
+        "none of the {n} node(s) with room for the pod is there",
+        "scheduling.volume-unavailable": "the pod's claim {claim} (StorageClass "
+        "{storage_class}) can get no volume on the {n} node(s) with room for the pod",
+    },
+    scheduler_says=(
+        "had volume node affinity conflict", "unbound immediate PersistentVolumeClaims",
+        "exceed max volume count", "didn't find available persistent volumes",
+        "had no available volume zone", "did not have enough free storage",
+        "bound to non-existent pv", "persistentvolumeclaim", "ReadWriteOncePod",
+    ),
+    pod_fields=(
+        "spec.volumes[].name", "spec.volumes[].persistentVolumeClaim",
+        "spec.volumes[].ephemeral", "metadata.name", "metadata.namespace",
+    ),
+    applies=lambda pod: bool(claim_names(pod)),
+    make=Volumes,
+)  # fmt: skip
