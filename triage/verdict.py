@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from triage.cluster.objects import name_of
-from triage.cluster.quantities import gpu_requests, pod_requests
+from triage.cluster.quantities import GPU, gpu_requests, pod_requests
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.scheduling.exclusions import wants_gpu
@@ -27,6 +27,7 @@ from triage.model import (
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target
+from triage.vendors import NVIDIA
 
 OK_SUMMARY = {
     Layer.DRIVER: "no driver or runtime problem on the nodes this pod can use",
@@ -81,7 +82,7 @@ def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Lay
             d.unknowns,
             ok_summary=d.ok_summaries.get(layer, OK_SUMMARY[layer]),
             skipped=(
-                "the pod requests no NVIDIA resources"
+                f"the pod requests no {NVIDIA.name} resources"
                 if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
                 else None
             ),
@@ -234,7 +235,7 @@ def assemble(
         values = {
             "namespace": target.namespace,
             "pod": ref.pod or target.name,
-            "resource": next(iter(gpu_requests(target.subject or {})), "nvidia.com/gpu"),
+            "resource": next(iter(gpu_requests(target.subject or {})), GPU),
             **({"node": nodes[0]} if nodes else {}),
             **({"operator_namespace": operator_namespace} if operator_namespace else {}),
             **_fault_values(decision.mine),

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from triage import EngineConfig, TriageReport, load_snapshot, triage
-from triage.layers.stacks.components import DRA, GKE, OPERATOR, PLUGIN, classify
 from triage.model import Status
 from triage.playbooks import PlaybookError, load_playbook
+from triage.vendors.nvidia import DRA, GKE, OPERATOR, PLUGIN, classify
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BIN = Path(sys.executable).with_name("gpu-triage")

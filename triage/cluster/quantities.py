@@ -13,9 +13,10 @@ from functools import lru_cache
 from typing import Any
 
 from triage.cluster.objects import Obj
+from triage.vendors import NVIDIA, accelerator_requests
 
-GPU = "nvidia.com/gpu"
-MIG_PREFIX = "nvidia.com/mig-"
+GPU = NVIDIA.device_resource  # the default accelerator: a step's {resource} when none is asked
+MIG_PREFIX = NVIDIA.partition_prefix or ""
 
 _SUFFIX: dict[str, int | Decimal] = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
@@ -153,5 +154,5 @@ def _effective_requests(spec: Obj) -> dict[str, int]:
 
 
 def gpu_requests(pod: Obj) -> dict[str, int]:
-    """The NVIDIA resources (whole GPUs, MIG slices, shared GPUs) a pod requests."""
-    return {r: v for r, v in pod_requests(pod).items() if r.startswith("nvidia.com/")}
+    """The accelerator resources (whole devices, slices, shared devices) a pod requests."""
+    return accelerator_requests(pod_requests(pod))

@@ -15,13 +15,14 @@ from typing import Any
 from pydantic import Field
 
 from triage.model import Frozen, Layer, OwnerRoute
+from triage.vendors import NVIDIA
 
 # How a cause reads in a group's title; codes not listed read as their own words.
 CAUSE_TITLES = {
     "driver.node-not-ready": "GPU nodes NotReady",
-    "driver.pod-failing": "NVIDIA driver pods failing",
+    "driver.pod-failing": f"{NVIDIA.name} driver pods failing",
     "driver.pod-missing": "no driver pod on GPU nodes",
-    "driver.toolkit-failing": "NVIDIA container toolkit failing",
+    "driver.toolkit-failing": f"{NVIDIA.name} container toolkit failing",
     "driver.validation-failed": "GPU Operator validation stuck",
     "driver.component-disabled": "driver switched off on GPU nodes",
     "driver.not-installed": "no GPU driver installed",

@@ -36,10 +36,11 @@ from triage.layers.scheduling.shared import shapes_in, shared_evaluation
 from triage.model import Answer, Layer, Verdict
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
+from triage.vendors.nvidia import PRODUCT
 
 # Labels that name a node's pool, after the playbook's own: a group of full nodes is named
 # by its pool, not by the thousand nodes in it.
-POOL_FALLBACK = ("nvidia.com/gpu.product", "node.kubernetes.io/instance-type")
+POOL_FALLBACK = (PRODUCT, "node.kubernetes.io/instance-type")
 
 
 def sweep(

@@ -2,12 +2,10 @@
 
 Once scheduled, only the two lowest layers can hold a GPU pod: kubelet rejecting it at
 admission because the device plugin cannot allocate (device-plugin), or the container failing
-to start under the NVIDIA runtime (driver). Anything else is not a GPU layer problem.
+to start under its vendor's container runtime (driver). Anything else is not a GPU layer problem.
 """
 
 from __future__ import annotations
-
-import re
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, container_states, name_of, pod_problem
@@ -15,14 +13,14 @@ from triage.layers.base import Context, Outcome
 from triage.layers.node import NodeHealth
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import NVIDIA, VENDORS
 
-# Messages the NVIDIA container stack prints when the driver or runtime is broken.
-GPU_RUNTIME_ERROR = re.compile(
-    r"nvidia-container-cli|nvml|driver not loaded|libnvidia|NVIDIA driver|"
-    r"no runtime for \"?nvidia|RuntimeHandler \"?nvidia|nvidia-container-runtime|"
-    r"could not select device driver \"\" with capabilities: \[\[gpu\]\]",
-    re.IGNORECASE,
-)
+
+def _runtime_error(text: str) -> bool:
+    """Whether `text` is what an accelerator vendor's container runtime prints failing."""
+    return any(v.runtime_errors.search(text) for v in VENDORS)
+
+
 START_REASONS = ("Failed", "FailedCreatePodSandBox", "FailedStart", "BackOff")
 
 
@@ -72,11 +70,11 @@ def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:
             state = cs.get(state_key) or {}
             for sub in ("waiting", "terminated"):
                 msg = str((state.get(sub) or {}).get("message") or "")
-                if GPU_RUNTIME_ERROR.search(msg):
+                if _runtime_error(msg):
                     reason = (state.get(sub) or {}).get("reason", sub)
                     out.append(f"container {name} {reason}: {' '.join(msg.split())[:400]}")
     for ev in events:
-        if ev.reason in START_REASONS and GPU_RUNTIME_ERROR.search(ev.message):
+        if ev.reason in START_REASONS and _runtime_error(ev.message):
             out.append(str(ev))
     return out
 
@@ -123,7 +121,8 @@ def check_scheduled_pod(
             Signal(
                 Layer.DRIVER,
                 "driver.container-start-failed",
-                f"the pod is on node {node} but its container cannot start with the NVIDIA runtime",
+                f"the pod is on node {node} but its container cannot start with the {NVIDIA.name} "
+                "runtime",
                 evidence=errors[:4],
                 nodes=[node],
             )

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from triage.cluster.objects import Obj, labels, name_of
 from triage.layers.driver import mig_verdict
-from triage.layers.stacks.components import OPERATOR
 from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, is_gpu_node
 from triage.layers.stacks.view import StackView
 from triage.layers.verdicts import Verdict, ds_values, skipped_by, state_verdict, switch_values
+from triage.vendors import NVIDIA
+from triage.vendors.nvidia import COUNT, OPERATOR, REPLICAS, SHARING
 
 
 def plugin_verdict(
@@ -27,7 +28,7 @@ def plugin_verdict(
             return Verdict(
                 False,
                 "device-plugin.no-gpu-resource",
-                f"node {name} advertises no NVIDIA GPUs in Allocatable; {plugin.text}",
+                f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable; {plugin.text}",
                 plugin.detail,
                 plugin.pod,
             )
@@ -38,7 +39,7 @@ def plugin_verdict(
         return Verdict(
             False,
             "device-plugin.no-gpu-resource",
-            f"node {name} advertises no NVIDIA GPUs in Allocatable",
+            f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable",
         )
     if plugin is not None and not plugin.ok:
         return state_verdict("device-plugin.pod-failing", name, plugin, plugin.text)
@@ -47,7 +48,7 @@ def plugin_verdict(
 
 def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> Verdict:
     """A GPU node advertising no GPUs with no device-plugin pod: say why there is none."""
-    head = f"node {name} advertises no NVIDIA GPUs in Allocatable"
+    head = f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable"
     if exp.expected or (plan.inferred and OPERATOR in plan.stacks and not exp.disabled):
         source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
         return Verdict(
@@ -85,19 +86,19 @@ def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> Verdict:
     return Verdict(
         False,
         "device-plugin.not-installed",
-        f"{head}: no NVIDIA device plugin is installed for it (no device-plugin DaemonSet of "
-        "the GPU Operator, GKE or NVIDIA's k8s-device-plugin targets it)",
+        f"{head}: no {NVIDIA.name} device plugin is installed for it (no device-plugin DaemonSet of "
+        f"the GPU Operator, GKE or {NVIDIA.name}'s k8s-device-plugin targets it)",
     )
 
 
 def sharing_note(node: Obj) -> str | None:
     """Time-slicing / MPS: allocatable counts replicas, not physical GPUs. That is expected."""
     lab = labels(node)
-    replicas = lab.get("nvidia.com/gpu.replicas")
-    strategy = lab.get("nvidia.com/gpu.sharing-strategy")
+    replicas = lab.get(REPLICAS)
+    strategy = lab.get(SHARING)
     if not replicas or (replicas in ("0", "1") and not strategy):
         return None
-    count = lab.get("nvidia.com/gpu.count", "?")
+    count = lab.get(COUNT, "?")
     return (
         f"node {name_of(node)} shares its {count} GPU(s) by {strategy or 'time-slicing'} "
         f"with {replicas} replicas each: allocatable counts shares, not physical GPUs"

@@ -5,7 +5,6 @@ reconfiguration fail? Also whether GPU feature discovery runs there (its labels 
 from __future__ import annotations
 
 from triage.cluster.objects import Obj, labels, name_of
-from triage.layers.stacks.components import GKE, OPERATOR, ROLE_TITLES
 from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
 from triage.layers.stacks.view import StackView
@@ -17,6 +16,8 @@ from triage.layers.verdicts import (
     state_verdict,
     switch_values,
 )
+from triage.vendors import NVIDIA
+from triage.vendors.nvidia import GKE, MIG_CONFIG, MIG_CONFIG_STATE, OPERATOR, ROLE_TITLES
 
 
 def driver_verdict(
@@ -45,7 +46,7 @@ def driver_verdict(
             "driver.toolkit-failing",
             name,
             toolkit,
-            f"NVIDIA container {toolkit.text} (runtime not configured for GPUs)",
+            f"{NVIDIA.name} container {toolkit.text} (runtime not configured for GPUs)",
         )
     stuck = failing_validation(view, name)
     if stuck in ("driver-validation", "toolkit-validation", "cuda-validation") and not has_gpus:
@@ -59,9 +60,9 @@ def driver_verdict(
         return Verdict(
             False,
             "driver.component-disabled",
-            f"node {name}: the NVIDIA container toolkit is switched off there ({off}) and the "
+            f"node {name}: the {NVIDIA.name} container toolkit is switched off there ({off}) and the "
             "GPU components wait for it: nothing configures the container runtime for GPUs",
-            values=switch_values(off, "NVIDIA container toolkit"),
+            values=switch_values(off, NVIDIA.title("toolkit")),
         )
     if exp.host:
         return Verdict(True, text=f"driver {exp.host}, healthy")
@@ -76,7 +77,7 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | No
         return Verdict(
             False,
             "driver.pod-missing",
-            f"node {name}: no NVIDIA driver pod runs there although the "
+            f"node {name}: no {NVIDIA.name} driver pod runs there although the "
             f"{'GPU Operator' if OPERATOR in plan.stacks else 'cluster'} manages its driver{source}",
             values=ds_values(exp.serving[0]) if exp.serving else {},
         )
@@ -86,13 +87,13 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | No
             "driver.component-disabled",
             f"node {name}: the GPU Operator's driver is switched off there ({exp.disabled}) and "
             "no driver is loaded: no GPUs are advertised",
-            values=switch_values(exp.disabled, "NVIDIA driver"),
+            values=switch_values(exp.disabled, NVIDIA.title("driver")),
         )
     if exp.paused:
         return Verdict(
             False,
             "driver.upgrade-in-progress",
-            f"node {name}: NVIDIA driver upgrade in progress ({exp.paused}); its GPUs return "
+            f"node {name}: {NVIDIA.name} driver upgrade in progress ({exp.paused}); its GPUs return "
             "when the driver pod is back",
         )
     if plan.platform == "GKE" and GKE in plan.stacks and not exp.host:
@@ -100,7 +101,7 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | No
             False,
             "driver.not-installed",
             f"node {name}: GKE does not install the driver on this node (no "
-            "cloud.google.com/gke-gpu-driver-version label) and no NVIDIA driver installer "
+            f"cloud.google.com/gke-gpu-driver-version label) and no {NVIDIA.name} driver installer "
             "pod runs there" + (f"; {skipped_by(exp)}" if exp.skipping else ""),
         )
     return None
@@ -133,8 +134,8 @@ def _waiting_in(view: StackView, node: str, init: str) -> bool:
 
 def mig_verdict(node: Obj, view: StackView) -> Verdict | None:
     lab = labels(node)
-    state = lab.get("nvidia.com/mig.config.state")
-    config = lab.get("nvidia.com/mig.config", "?")
+    state = lab.get(MIG_CONFIG_STATE)
+    config = lab.get(MIG_CONFIG, "?")
     if state not in ("pending", "rebooting", "failed"):
         return None
     manager = component_state(view, name_of(node), "mig-manager")
@@ -146,7 +147,7 @@ def mig_verdict(node: Obj, view: StackView) -> Verdict | None:
             False,
             "driver.mig-config-failed",
             f"node {name_of(node)}: MIG reconfiguration to {config} failed "
-            f"(nvidia.com/mig.config.state=failed){mgr}",
+            f"({MIG_CONFIG_STATE}=failed){mgr}",
             detail,
             pod,
         )

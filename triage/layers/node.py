@@ -17,6 +17,7 @@ from triage.layers.driver import driver_verdict, gfd_down, mig_verdict
 from triage.layers.stacks.state import failing_validation, gpu_resources, is_gpu_node
 from triage.layers.stacks.view import StackView
 from triage.layers.verdicts import Verdict
+from triage.vendors.nvidia import COUNT
 
 
 @dataclass(slots=True)
@@ -186,7 +187,7 @@ def _signature(node: Obj, health: NodeHealth) -> tuple[object, ...]:
         taints,
         tuple(sorted(health.allocatable_all.items())),
         tuple(sorted(health.capacity.items())),
-        labels(node).get("nvidia.com/gpu.count"),
+        labels(node).get(COUNT),
     )
 
 
@@ -208,7 +209,7 @@ def expected_gpu_count(node: Obj, health: NodeHealth, resource: str) -> int | No
     if health.capacity.get(resource):
         return health.capacity[resource]
     if resource == GPU:
-        count = labels(node).get("nvidia.com/gpu.count")
+        count = labels(node).get(COUNT)
         if count and count.isdigit():
             return int(count)
     return None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triage.layers.stacks.components import GKE, OPERATOR, Component
+from triage.layers.stacks.components import Component
 from triage.layers.stacks.plan import Expectation
 from triage.layers.stacks.state import ComponentState
+from triage.vendors import NVIDIA
+from triage.vendors.nvidia import DEPLOY, GKE, OPERATOR
 
 
 @dataclass(slots=True)
@@ -25,7 +27,7 @@ def stack_text(exp: Expectation, default: str) -> str:
     if GKE in stacks:
         return f"GKE {default}"
     if OPERATOR in stacks or not stacks:
-        return f"NVIDIA {default}"
+        return f"{NVIDIA.name} {default}"
     return default
 
 
@@ -42,7 +44,7 @@ def switch_values(setting: str, component: str) -> dict[str, str]:
     """What the playbook needs to say how to switch a component back on."""
     out = {"setting": setting, "component": component}
     key, _, value = setting.partition("=")
-    if key.startswith("nvidia.com/gpu.deploy.") and value == "false":
+    if key.startswith(DEPLOY) and value == "false":
         out["switch_key"] = key
     return out
 

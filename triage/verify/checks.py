@@ -22,12 +22,13 @@ from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.device_plugin import sharing_note
 from triage.layers.node import NodeHealth, assess_node
-from triage.layers.stacks.components import OPERATOR, ROLE_TITLES
 from triage.layers.stacks.plan import NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, node_ready
 from triage.layers.stacks.view import StackView, load_view
 from triage.model import Frozen, Layer, OwnerRoute
 from triage.playbooks import Playbook
+from triage.vendors import NVIDIA
+from triage.vendors.nvidia import COUNT, OPERATOR, PRESENT, PRODUCT, ROLE_TITLES
 
 
 class CheckStatus(StrEnum):
@@ -60,7 +61,7 @@ class NodeVerification(Frozen):
         return next(c for c in self.checks if c.name == name)
 
 
-EXPECTED_LABELS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
+EXPECTED_LABELS = (PRESENT, PRODUCT, COUNT)
 # GPU component role -> the layer a failure of it routes to.
 OPERANDS: dict[str, Layer] = {
     "driver": Layer.DRIVER,
@@ -150,7 +151,7 @@ def _runtime(node: Obj) -> Check:
         return Check(
             name="container-runtime",
             status=CheckStatus.WARN,
-            summary=f"runtime {version} is not one the NVIDIA container toolkit configures",
+            summary=f"runtime {version} is not one the {NVIDIA.name} container toolkit configures",
             evidence=evidence,
             layer=Layer.DRIVER,
         )
@@ -272,12 +273,12 @@ def _labels(node: Obj, health: NodeHealth, plan: NodePlan) -> Check:
             name="labels",
             status=CheckStatus.WARN,
             summary="no GPU feature labels: GPU feature discovery does not run on this node, so "
-            "pods cannot select it by nvidia.com/gpu.product",
+            f"pods cannot select it by {PRODUCT}",
             layer=Layer.DEVICE_PLUGIN,
         )
     missing = [k for k in EXPECTED_LABELS if not lab.get(k)]
-    if lab.get("nvidia.com/gpu.present") not in (None, "true"):
-        missing.insert(0, "nvidia.com/gpu.present=true")
+    if lab.get(PRESENT) not in (None, "true"):
+        missing.insert(0, f"{PRESENT}=true")
     if missing:
         why = f" ({health.gfd_down})" if health.gfd_down else " (GPU feature discovery)"
         return Check(
@@ -287,7 +288,7 @@ def _labels(node: Obj, health: NodeHealth, plan: NodePlan) -> Check:
             evidence=evidence,
             layer=Layer.DEVICE_PLUGIN,
         )
-    count = lab["nvidia.com/gpu.count"]
+    count = lab[COUNT]
     capacity = health.capacity.get(GPU)
     shared = sharing_note(node)
     if shared:
@@ -302,7 +303,7 @@ def _labels(node: Obj, health: NodeHealth, plan: NodePlan) -> Check:
         return Check(
             name="labels",
             status=CheckStatus.WARN,
-            summary=f"label nvidia.com/gpu.count={count} but Capacity has {capacity} {GPU}",
+            summary=f"label {COUNT}={count} but Capacity has {capacity} {GPU}",
             evidence=evidence,
             layer=Layer.DEVICE_PLUGIN,
         )
@@ -327,7 +328,8 @@ def _resources(node: Obj, health: NodeHealth) -> Check:
             name="gpu-resources",
             status=CheckStatus.FAIL,
             summary=f"no {GPU} (or MIG) resource in Capacity",
-            evidence=evidence or [f"node {name_of(node)} Capacity lists no nvidia.com/* resource"],
+            evidence=evidence
+            or [f"node {name_of(node)} Capacity lists no {NVIDIA.resource_prefix}* resource"],
             layer=Layer.DEVICE_PLUGIN,
         )
     short = [r for r in names if alloc.get(r, 0) != gpu.get(r, 0)]

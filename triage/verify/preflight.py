@@ -21,6 +21,8 @@ from triage.config import EngineConfig
 from triage.layers.stacks.state import is_gpu_node
 from triage.model import Frozen
 from triage.playbooks import Playbook, load_playbook
+from triage.vendors import NVIDIA
+from triage.vendors.nvidia import COUNT, OPERATOR_NAMESPACES, PRESENT, PRODUCT
 from triage.verify.checks import Cluster, driver_strategy, separation
 
 
@@ -40,7 +42,7 @@ class OperatorState(Frozen):
     namespace_exists: bool | None = Field(description="None when namespaces cannot be read")
     installed: bool = Field(description="operator pods or a ClusterPolicy were found")
     cluster_policy_state: str | None = None
-    runtime_class: str = "nvidia"
+    runtime_class: str = NVIDIA.runtime_class
     runtime_class_exists: bool | None = None
 
 
@@ -91,7 +93,7 @@ def preflight(
     problems: list[str] = []
     warnings = [f"not readable: {u}" for u in cluster.unreadable]
     if not gpu:
-        problems.append("no GPU nodes found (no nvidia.com/gpu.present or PCI vendor 10de label)")
+        problems.append(f"no GPU nodes found (no {PRESENT} or PCI vendor 10de label)")
     warnings += _node_warnings(gpu, runtimes)
     if op.installed and op.runtime_class_exists is False:
         problems.append(
@@ -104,7 +106,7 @@ def preflight(
     stacks = cluster.view.describe()
     if gpu and not stacks:
         warnings.append(
-            "no GPU component was found (no GPU Operator, GKE, NVIDIA device plugin or DRA "
+            f"no GPU component was found (no GPU Operator, GKE, {NVIDIA.name} device plugin or DRA "
             "driver DaemonSet): drivers and device plugins must come from the hosts"
         )
     return Preflight(
@@ -124,8 +126,8 @@ def _gpu_node(node: Obj, cluster: Cluster, playbook: Playbook) -> GpuNode:
     info = (node.get("status") or {}).get("nodeInfo") or {}
     return GpuNode(
         name=name_of(node),
-        product=lab.get("nvidia.com/gpu.product"),
-        count=lab.get("nvidia.com/gpu.count"),
+        product=lab.get(PRODUCT),
+        count=lab.get(COUNT),
         runtime=info.get("containerRuntimeVersion"),
         driver_strategy=driver_strategy(node, cluster.view),
         taints=[taint_str(t) for t in (node.get("spec") or {}).get("taints") or []],
@@ -157,17 +159,13 @@ def _node_warnings(gpu: list[GpuNode], runtimes: Counter[str]) -> list[str]:
     return warnings
 
 
-# Where the GPU Operator is usually installed: Helm's docs, OpenShift's OLM, v1.x operands.
-USUAL_NAMESPACES = ("gpu-operator", "nvidia-gpu-operator", "gpu-operator-resources")
-
-
 def _leftover_namespaces(source: ClusterSource, op: OperatorState) -> list[str]:
     """The operator's usual namespaces that exist while no operator runs (a half-done
     install or uninstall)."""
     if op.installed:
         return []
     out = []
-    for ns in dict.fromkeys([*([op.namespace] if op.namespace else []), *USUAL_NAMESPACES]):
+    for ns in dict.fromkeys([*([op.namespace] if op.namespace else []), *OPERATOR_NAMESPACES]):
         try:
             if source.get("Namespace", ns) is not None:
                 out.append(ns)

@@ -8,18 +8,19 @@ from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput, condition_false, find_owned
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import is_accelerator
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 
 
 def _gpu_usage_text(cq: Obj) -> list[str]:
-    """ClusterQueue nominal quota vs usage for NVIDIA resources, per flavor."""
+    """ClusterQueue nominal quota vs usage for accelerator resources, per flavor."""
     nominal: dict[tuple[str, str], str] = {}
     for group in (cq.get("spec") or {}).get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
             for res in flavor.get("resources") or []:
-                if str(res.get("name", "")).startswith("nvidia.com/"):
+                if is_accelerator(str(res.get("name", ""))):
                     nominal[(flavor.get("name"), res["name"])] = str(res.get("nominalQuota"))
     out = []
     status = cq.get("status") or {}

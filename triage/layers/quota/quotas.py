@@ -11,6 +11,7 @@ from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import is_accelerator
 
 
 def _limits(pod: Obj) -> dict[str, int]:
@@ -63,7 +64,7 @@ def check_resource_quotas(inp: QuotaInput) -> None:
                         objects=[f"ResourceQuota {inp.namespace}/{name_of(rq)}"],
                     )
                 )
-            elif u >= h and ("nvidia.com/" in key or key in ("pods", "count/pods")):
+            elif u >= h and (is_accelerator(res) or key in ("pods", "count/pods")):
                 inp.signals.append(
                     Signal(
                         Layer.QUOTA,

@@ -7,6 +7,7 @@ from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import is_accelerator
 
 VOLCANO_GROUP = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 
@@ -48,7 +49,7 @@ def check_volcano(inp: QuotaInput) -> None:
         state = (queue.get("status") or {}).get("state", "Open")
         cap = (queue.get("spec") or {}).get("capability") or {}
         alloc = (queue.get("status") or {}).get("allocated") or {}
-        gpu_cap = {k: v for k, v in cap.items() if k.startswith("nvidia.com/")}
+        gpu_cap = {k: v for k, v in cap.items() if is_accelerator(k)}
         gpu_alloc = ", ".join(f"{k} {alloc.get(k, 0)}/{v}" for k, v in gpu_cap.items())
         evidence.append(
             f"Queue {qname}: state {state}" + (f", allocated {gpu_alloc}" if gpu_alloc else "")

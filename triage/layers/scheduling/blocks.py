@@ -18,6 +18,7 @@ from triage.layers.scheduling.filters.unschedulable import CORDONED, cordoned
 from triage.layers.scheduling.filters.view import Refusal
 from triage.layers.verdicts import Verdict
 from triage.model import Layer
+from triage.vendors import is_accelerator
 
 
 class NodeFit:
@@ -109,14 +110,14 @@ def insufficient(
 def _plugin_block(
     health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
 ) -> tuple[Layer, Verdict] | None:
-    """What stops the pod's NVIDIA requests on the node, below scheduling: the device plugin
+    """What stops the pod's accelerator requests on the node, below scheduling: the device plugin
     (or, for a failed MIG reconfiguration, the operator's MIG manager, routed as the driver)."""
     used = usage.requests if usage else {}
     if health.plugin.code == "device-plugin.mig-reconfiguring":
         return Layer.DEVICE_PLUGIN, health.plugin
     name = health.name
     for res, want in requests.items():
-        if not res.startswith("nvidia.com/"):
+        if not is_accelerator(res):
             continue
         alloc = health.allocatable.get(res, 0)
         if alloc > 0:
@@ -138,7 +139,7 @@ def _plugin_block(
 
 
 def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, Verdict]:
-    """Why a node the pod could use offers none of the NVIDIA resource `res`."""
+    """Why a node the pod could use offers none of the accelerator resource `res`."""
     name = health.name
     if health.mig_failed is not None:
         return Layer.DRIVER, health.mig_failed

@@ -22,6 +22,7 @@ from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.layers.stacks.view import StackView
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import NVIDIA
 
 _DRIVER_EQ = re.compile(r'device\.driver\s*==\s*["\']([^"\']+)["\']')
 _ATTR_CMP = re.compile(
@@ -253,7 +254,7 @@ def node_block(
             return (
                 Layer.DEVICE_PLUGIN,
                 "device-plugin.dra-deviceclass-missing",
-                f"DeviceClass {req.device_class} (for {what}) does not exist: is the NVIDIA DRA driver installed?",
+                f"DeviceClass {req.device_class} (for {what}) does not exist: is the {NVIDIA.name} DRA driver installed?",
             )
         driver = view.class_driver(req.device_class)
         local = [

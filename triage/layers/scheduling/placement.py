@@ -22,6 +22,7 @@ from triage.layers.scheduling.dra import NO_DRA, DraCheck
 from triage.layers.scheduling.exclusions import static_exclusion, wants_gpu
 from triage.layers.scheduling.pod_filters import PodFilters
 from triage.signals import Signal
+from triage.vendors import is_accelerator
 
 
 def class_key(node: Obj, health: NodeHealth, keys: tuple[str, ...]) -> object:
@@ -142,7 +143,7 @@ class Placement:
         self.filters = filters  # ports, volumes, spread, pod affinity: None when none apply
         self.only_nodes = only_nodes  # DRA: nodes publishing devices for the pod's claims
         self.gpu = wants_gpu(pod, requests)
-        self.gpu_resources = tuple(r for r in requests if r.startswith("nvidia.com/"))
+        self.gpu_resources = tuple(filter(is_accelerator, requests))
         spec = pod.get("spec") or {}
         terms = required_affinity_terms(pod) or []
         self.per_node = bool(spec.get("nodeName")) or any(t.get("matchFields") for t in terms)

@@ -23,17 +23,18 @@ from triage.layers.scheduling.registry import AFTER_FIT_CODES, MODELLED, SUMMARI
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import NVIDIA
 
 # What blocks nodes below the scheduler's filters (their driver, their device plugin), by code.
 _NODE_SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
-    "driver.pod-missing": "{n} of {c} node(s) the pod can use have no NVIDIA driver pod",
-    "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their GPUs: the NVIDIA driver pod is failing",
-    "driver.toolkit-failing": "{n} of {c} node(s) the pod can use have a failing NVIDIA container toolkit",
+    "driver.pod-missing": f"{{n}} of {{c}} node(s) the pod can use have no {NVIDIA.name} driver pod",
+    "driver.pod-failing": f"{{n}} of {{c}} node(s) the pod can use cannot see their GPUs: the {NVIDIA.name} driver pod is failing",
+    "driver.toolkit-failing": f"{{n}} of {{c}} node(s) the pod can use have a failing {NVIDIA.name} container toolkit",
     "driver.validation-failed": "{n} of {c} node(s) the pod can use fail the operator's driver validation",
     "driver.component-disabled": "{n} of {c} node(s) the pod can use have their driver or container toolkit switched off by label or policy, and no driver is loaded",
-    "driver.upgrade-in-progress": "{n} of {c} node(s) the pod can use are upgrading their NVIDIA driver",
-    "driver.not-installed": "{n} of {c} node(s) the pod can use have no NVIDIA driver installed",
+    "driver.upgrade-in-progress": f"{{n}} of {{c}} node(s) the pod can use are upgrading their {NVIDIA.name} driver",
+    "driver.not-installed": f"{{n}} of {{c}} node(s) the pod can use have no {NVIDIA.name} driver installed",
     "driver.mig-config-failed": "{n} of {c} node(s) the pod can use failed their MIG reconfiguration (MIG manager)",
     "device-plugin.pod-missing": "{n} of {c} node(s) the pod can use have no device-plugin pod although one should run there",
     "device-plugin.component-disabled": "{n} of {c} node(s) the pod can use have their device plugin switched off by label or policy",

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from triage.cluster.objects import Obj, labels, name_of, ns_of
-from triage.layers.stacks.components import OPERATOR, Component, pod_component
+from triage.layers.stacks.components import Component, pod_component
+from triage.vendors.nvidia import OPERATOR
 
 
 @dataclass(frozen=True, slots=True)

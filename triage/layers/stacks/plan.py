@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.cluster.objects import Obj, labels
-from triage.layers.stacks.components import STACK_TITLES, Component
+from triage.layers.stacks.components import Component
+from triage.vendors.nvidia import STACK_TITLES
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """GPU node basics and the state of a GPU component's pods on one node.
 
-Is the node a GPU node (NVIDIA's, NFD's or a cloud's labels, or GPUs in capacity), is it Ready,
+Is the node a GPU node (a vendor's, NFD's or a cloud's labels, or GPUs in capacity), is it Ready,
 what does it advertise, and how are the driver, toolkit, device plugin or validator pods on it
 doing, whichever stack runs them (see `view`). Judged from object state, never from
 events alone, so the answer survives event expiry.
@@ -12,36 +12,26 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from triage.cluster.objects import Obj, condition, labels, name_of, ns_of, pod_problem
-from triage.cluster.quantities import GPU, MIG_PREFIX, resources
+from triage.cluster.quantities import resources
+from triage.vendors import VENDORS, is_accelerator
 
 PREINSTALLED = ("false", "pre-installed")
-GPU_NODE_LABELS = (
-    ("nvidia.com/gpu.present", "true"),
-    ("feature.node.kubernetes.io/pci-10de.present", "true"),
-    ("cloud.google.com/gke-gpu", "true"),
-    ("kubernetes.azure.com/accelerator", "nvidia"),
-    ("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"),
-    ("eks.amazonaws.com/instance-gpu-manufacturer", "nvidia"),
-)
-GPU_NODE_KEYS = ("cloud.google.com/gke-accelerator", "k8s.amazonaws.com/accelerator")
-# Instance types with NVIDIA GPUs, for nodes no GPU component has labelled yet (an EKS node
-# whose device plugin never started): AWS P and G families (not AMD's g4ad or Graviton's
-# g5g), GCP's accelerator-optimised A2/A3/A4/G2, Azure's NC and ND sizes.
-GPU_INSTANCE_PREFIXES = (
-    "p2.", "p3.", "p3dn.", "p4d.", "p4de.", "p5.", "p5e.", "p5en.", "p6-", "g4dn.", "g5.",
-    "g6.", "g6e.", "g6f.", "gr6.", "a2-", "a3-", "a4-", "g2-", "Standard_NC", "Standard_ND",
-)  # fmt: skip
 
 
 def is_gpu_node(node: Obj) -> bool:
+    """Whether the node carries a known vendor's accelerators: its labels say so (feature
+    discovery's, the PCI vendor's, a cloud's), its capacity lists one, or its instance type
+    is built with them."""
     lab = labels(node)
-    if any(lab.get(k) == v for k, v in GPU_NODE_LABELS) or any(k in lab for k in GPU_NODE_KEYS):
-        return True
     cap = (node.get("status") or {}).get("capacity") or {}
-    if any(k == GPU or k.startswith(MIG_PREFIX) for k in cap):
-        return True
     itype = lab.get("node.kubernetes.io/instance-type") or ""
-    return itype.startswith(GPU_INSTANCE_PREFIXES)
+    return any(
+        any(lab.get(k) == v for k, v in vendor.node_signs)
+        or any(k in lab for k in vendor.node_sign_keys)
+        or any(k == vendor.device_resource or vendor.is_partition(k) for k in cap)
+        or itype.startswith(vendor.instance_prefixes)
+        for vendor in VENDORS
+    )
 
 
 def node_ready(node: Obj) -> tuple[bool, str]:
@@ -110,7 +100,7 @@ def component_state(view: PodsOnNodes, node: str, component: str) -> ComponentSt
 
 def gpu_resources(node: Obj, *, key: str = "allocatable") -> dict[str, int]:
     raw = (node.get("status") or {}).get(key) or {}
-    return {k: v for k, v in resources(raw).items() if k.startswith("nvidia.com/")}
+    return {k: v for k, v in resources(raw).items() if is_accelerator(k)}
 
 
 def failing_validation(view: PodsOnNodes, node: str) -> str | None:

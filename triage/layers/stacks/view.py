@@ -16,14 +16,7 @@ from itertools import chain
 from triage.cluster.lazy import cached_property
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, labels, name_of, ns_of, owner
-from triage.layers.stacks.components import (
-    DEPLOY_KEY,
-    OPERATOR,
-    STACK_TITLES,
-    Component,
-    pinned_node,
-    pod_component,
-)
+from triage.layers.stacks.components import Component, pinned_node, pod_component
 from triage.layers.stacks.operator import (
     OperatorLocation,
     active_policy,
@@ -31,6 +24,15 @@ from triage.layers.stacks.operator import (
     locate_operator,
 )
 from triage.layers.stacks.plan import HOST_DRIVER, Expectation, NodePlan, host_plugin, platform_of
+from triage.vendors.nvidia import (
+    DEPLOY,
+    DEPLOY_KEY,
+    GKE_NO_PLUGIN,
+    MIG_CAPABLE,
+    NVIDIA,
+    OPERATOR,
+    STACK_TITLES,
+)
 
 # Reads every object of a kind (in a namespace, or cluster-wide for None); None when the
 # credentials may not list it.
@@ -79,7 +81,9 @@ class StackView:
             for role, key in _POLICY_KEY.items()
             if (spec.get(key) or {}).get("enabled", True) is False
         }
-        self.runtime_class = str((spec.get("operator") or {}).get("runtimeClass") or "nvidia")
+        self.runtime_class = str(
+            (spec.get("operator") or {}).get("runtimeClass") or NVIDIA.runtime_class
+        )
         self.pods_by_node: dict[str, dict[str, list[Obj]]] = {}
         self.stacks_seen: dict[str, set[str]] = {}  # stack -> namespaces its pods run in
         by_ds = {(c.namespace, c.name): c for c in components}
@@ -156,7 +160,7 @@ class StackView:
                 found = pod_component(p)
                 if found and found[0] not in stacks:
                     stacks.append(found[0])
-        labelled = any(k.startswith("nvidia.com/gpu.deploy.") for k in lab)
+        labelled = any(k.startswith(DEPLOY) for k in lab)
         if self.installed and OPERATOR not in stacks and labelled:
             stacks.append(OPERATOR)
         if OPERATOR in stacks:
@@ -166,7 +170,7 @@ class StackView:
             version = lab.get("cloud.google.com/gke-gpu-driver-version")
             if version and not driver.serving:
                 driver.host = f"GKE-managed (cloud.google.com/gke-gpu-driver-version={version})"
-            if lab.get("gke-no-default-nvidia-gpu-device-plugin") == "true":
+            if lab.get(GKE_NO_PLUGIN) == "true":
                 plugin = roles.setdefault("device-plugin", Expectation("device-plugin"))
                 plugin.disabled = "gke-no-default-nvidia-gpu-device-plugin=true"
         else:
@@ -186,7 +190,7 @@ class StackView:
         if self.inferred and OPERATOR in stacks:
             # No DaemonSet templates to go by: the operator runs every operand it has not
             # been told to skip on the nodes it labels (or that run its pods).
-            mig = lab.get("nvidia.com/mig.capable") == "true"
+            mig = lab.get(MIG_CAPABLE) == "true"
             for role in (*_OPERANDS, "mig-manager") if mig else _OPERANDS:
                 exp = roles.setdefault(role, Expectation(role))
                 if not (exp.disabled or exp.paused or exp.host) and role not in self.policy_off:
@@ -196,13 +200,13 @@ class StackView:
     def _operator_roles(self, lab: dict[str, str], roles: dict[str, Expectation]) -> None:
         """The GPU Operator's switches: per-node `nvidia.com/gpu.deploy.*` labels and the
         ClusterPolicy's `enabled` flags."""
-        everything_off = lab.get("nvidia.com/gpu.deploy.operands") == "false"
+        everything_off = lab.get(f"{DEPLOY}operands") == "false"
         for role, key in DEPLOY_KEY.items():
             exp = roles.setdefault(role, Expectation(role))
-            label = f"nvidia.com/gpu.deploy.{key}"
+            label = f"{DEPLOY}{key}"
             value = lab.get(label)
             if everything_off:
-                exp.disabled = "nvidia.com/gpu.deploy.operands=false"
+                exp.disabled = f"{DEPLOY}operands=false"
             elif value == "false":
                 exp.disabled = f"{label}=false"
             elif value and value.startswith("paused-for-"):
@@ -210,9 +214,9 @@ class StackView:
             elif role in self.policy_off and not exp.serving:
                 exp.disabled = self.policy_off[role]
         driver = roles["driver"]
-        value = lab.get("nvidia.com/gpu.deploy.driver")
+        value = lab.get(f"{DEPLOY}driver")
         if value == "pre-installed":
-            driver.host = "pre-installed (nvidia.com/gpu.deploy.driver=pre-installed)"
+            driver.host = f"pre-installed ({DEPLOY}driver=pre-installed)"
             driver.disabled = None
         elif "driver" in self.policy_off and not driver.serving:
             driver.host = f"pre-installed ({self.policy_off['driver']})"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from triage.cluster.objects import Obj
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.framework import Exclusion, FilterPlugin, Phase
+from triage.vendors import NVIDIA
 
 NO_GPU = "no GPU"
 
@@ -17,7 +18,7 @@ def exclude(
     pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int], gpu: bool
 ) -> Exclusion | None:
     if gpu and not health.gpu_node:
-        return Exclusion(NO_GPU, lambda: f"node {health.name} has no NVIDIA GPU")
+        return Exclusion(NO_GPU, lambda: f"node {health.name} has no {NVIDIA.name} GPU")
     return None
 
 

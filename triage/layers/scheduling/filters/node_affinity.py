@@ -15,8 +15,11 @@ from triage.cluster.selectors import (
 )
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.framework import Exclusion, FilterPlugin, Phase
+from triage.vendors import VENDORS
+from triage.vendors.nvidia import PRODUCT
 
 MISMATCH = "selector mismatch"
+FEATURE_PREFIXES = tuple(v.feature_prefix for v in VENDORS)  # labels feature discovery writes
 
 
 def exclude(
@@ -48,14 +51,14 @@ def _labels_fit(pod: Obj, node: Obj, health: NodeHealth) -> str | None:
     # written where GFD is off or failing: a node that only lacks such labels is one the pod
     # could use.
     gfd_only = not affinity_fails and all(
-        k.startswith("nvidia.com/") and k not in node_labels for k in bad
+        k.startswith(FEATURE_PREFIXES) and k not in node_labels for k in bad
     )
     return "gfd-missing" if gfd_only and (not health.driver.ok or health.gfd_down) else None
 
 
 def _selector_text(pod: Obj, node: Obj, name: str) -> str:
     missing = ", ".join(selector_mismatch(pod, node))
-    product = labels(node).get("nvidia.com/gpu.product") or ""
+    product = labels(node).get(PRODUCT) or ""
     extra = f" [node product {product}]" if product and "gpu.product" not in missing else ""
     if "gpu.product" in missing and "-MIG-" in product:
         extra += " (MIG single strategy: the product label carries the MIG profile)"

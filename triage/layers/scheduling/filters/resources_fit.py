@@ -15,6 +15,8 @@ from triage.cluster.quantities import GPU, MIG_PREFIX, fmt_amount
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth, expected_gpu_count
 from triage.layers.scheduling.framework import Exclusion, FilterPlugin, Phase
+from triage.vendors import is_accelerator
+from triage.vendors.nvidia import MEMORY, MIG_CAPABLE, MIG_CONFIG, MIG_STRATEGY, PRODUCT
 
 INSUFFICIENT = "scheduling.insufficient"
 TOO_SMALL, MIG, DRA_ONLY = "too small", "no such MIG profile", "GPUs only through DRA"
@@ -49,7 +51,7 @@ def exclude(
                     f"kubelet plugin and no device plugin), not as {GPU}"
                 ),
             )
-        if res.startswith("nvidia.com/"):
+        if is_accelerator(res):
             expected = expected_gpu_count(node, health, res)
             if expected is not None and want > expected:
                 most = f"node {name}: offers at most {expected} {res}, pod requests {want}"
@@ -74,20 +76,20 @@ def _mig_unfit(node: Obj, health: NodeHealth, res: str) -> str | None:
         return None
     lab = labels(node)
     name, profile = health.name, res.removeprefix(MIG_PREFIX)
-    if lab.get("nvidia.com/mig.capable") == "false":
-        return f"node {name}: its GPUs are not MIG-capable (nvidia.com/mig.capable=false)"
-    if lab.get("nvidia.com/mig.config") == "all-disabled":
-        return f"node {name}: MIG is turned off there (nvidia.com/mig.config=all-disabled)"
-    if lab.get("nvidia.com/mig.strategy") == "single":
-        product = lab.get("nvidia.com/gpu.product", "?")
+    if lab.get(MIG_CAPABLE) == "false":
+        return f"node {name}: its GPUs are not MIG-capable ({MIG_CAPABLE}=false)"
+    if lab.get(MIG_CONFIG) == "all-disabled":
+        return f"node {name}: MIG is turned off there ({MIG_CONFIG}=all-disabled)"
+    if lab.get(MIG_STRATEGY) == "single":
+        product = lab.get(PRODUCT, "?")
         return (
             f"node {name}: MIG single strategy advertises its slices as {GPU} (product "
             f"{product}), never as {res}"
         )
-    configured = lab.get("nvidia.com/mig.config") not in (None, "all-disabled")
-    if lab.get("nvidia.com/mig.capable") != "true" and not health.mig_resources and not configured:
+    configured = lab.get(MIG_CONFIG) not in (None, "all-disabled")
+    if lab.get(MIG_CAPABLE) != "true" and not health.mig_resources and not configured:
         return f"node {name} has no MIG-capable GPUs"
-    want_gb, memory = _profile_gb(profile), lab.get("nvidia.com/gpu.memory", "")
+    want_gb, memory = _profile_gb(profile), lab.get(MEMORY, "")
     if want_gb is not None and memory.isdigit() and want_gb * 1000 > int(memory) * 1.1:
         return f"node {name}: its GPUs have {int(memory) // 1024} GiB, less than profile {profile}"
     return None
@@ -116,9 +118,7 @@ def _shortfall(
 ) -> list[str]:
     used = usage.requests if usage else {}
     out = []
-    for res, want in sorted(
-        requests.items(), key=lambda kv: (not kv[0].startswith("nvidia"), kv[0])
-    ):
+    for res, want in sorted(requests.items(), key=lambda kv: (not is_accelerator(kv[0]), kv[0])):
         if res not in alloc:
             continue
         free = alloc[res] - used.get(res, 0)

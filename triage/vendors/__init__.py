@@ -1,0 +1,43 @@
+"""Accelerator vendors: one module each (`nvidia`), each building a `Vendor` descriptor
+(`base`), listed in `VENDORS`. The engine asks these functions, never a vendor's names.
+
+May import: `triage.cluster.objects` and nothing else of the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from triage.vendors.base import Vendor
+from triage.vendors.nvidia import NVIDIA
+
+VENDORS: tuple[Vendor, ...] = (NVIDIA,)
+
+
+def vendor_of(resource: str) -> Vendor | None:
+    """The vendor whose device `resource` is, or None for any other resource."""
+    return next((v for v in VENDORS if v.is_resource(resource)), None)
+
+
+def is_accelerator(resource: str) -> bool:
+    """Whether `resource` is an accelerator of a vendor the engine knows."""
+    return any(v.is_resource(resource) for v in VENDORS)
+
+
+def accelerator_requests(requests: Mapping[str, int]) -> dict[str, int]:
+    """The accelerator resources among `requests`."""
+    return {r: v for r, v in requests.items() if is_accelerator(r)}
+
+
+def component(
+    name: str, labels: Mapping[str, str], owners: Iterable[str] = (), images: Iterable[str] = ()
+) -> tuple[str, str] | None:
+    """(stack, role) of a DaemonSet or pod that is an accelerator component of some vendor."""
+    owners, images = tuple(owners), tuple(images)
+    return next(
+        (found for v in VENDORS if (found := v.classify(name, labels, owners, images))), None
+    )
+
+
+__all__ = ["NVIDIA", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
+           "vendor_of"]  # fmt: skip

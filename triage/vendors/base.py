@@ -1,0 +1,57 @@
+"""What the engine must know of an accelerator vendor, declared in one place per vendor.
+
+Everything that names a vendor's devices, labels and components sits behind this descriptor:
+the extended resources its device plugin advertises (and their partitions, such as MIG
+slices), the labels its feature discovery writes on a node, what else says a node carries its
+devices (PCI vendor labels, a cloud's accelerator labels, instance types), its runtime class
+and the errors its container runtime prints, how its components (driver, toolkit, device
+plugin, ...) are recognised from their DaemonSets and pods, and how reports name them. The
+engine asks a descriptor (`is_resource`, `component`, `title`); it never spells a vendor's
+names itself. A vendor is one module that builds a `Vendor`, and a line in
+`triage.vendors.VENDORS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+# (stack, role) of a component, from its name, labels, owners' kinds and images; None when it
+# is none of the vendor's
+Classify = Callable[
+    [str, Mapping[str, str], Iterable[str], Iterable[str]], "tuple[str, str] | None"
+]
+
+
+@dataclass(frozen=True)
+class Vendor:
+    name: str  # how reports name the vendor's parts: "NVIDIA driver"
+    resource_prefix: str  # every extended resource of its devices starts so: "nvidia.com/"
+    device_resource: str  # one whole device: "nvidia.com/gpu"
+    partition_prefix: str | None  # a slice of one device ("nvidia.com/mig-"), if it has any
+    feature_prefix: str  # the labels its feature discovery writes start so
+    product_label: str  # the device's model, as feature discovery writes it
+    count_label: str  # how many devices the node has, as feature discovery counts them
+    memory_label: str  # each device's memory in MiB
+    # (label, value) pairs and label keys that say a node carries its devices, before any of
+    # its components ran there (PCI vendor, a cloud's accelerator labels)
+    node_signs: tuple[tuple[str, str], ...] = ()
+    node_sign_keys: tuple[str, ...] = ()
+    instance_prefixes: tuple[str, ...] = ()  # cloud instance types built with its devices
+    runtime_class: str = ""  # the RuntimeClass its container runtime is selected by
+    runtime_errors: re.Pattern[str] = re.compile(r"(?!)")  # what its runtime prints failing
+    classify: Classify = lambda *_: None
+    titles: Mapping[str, str] = field(default_factory=dict)  # role -> "NVIDIA driver"
+    stack_titles: Mapping[str, str] = field(default_factory=dict)  # stack -> its name
+
+    def is_resource(self, resource: str) -> bool:
+        """Whether `resource` is one of the vendor's devices (whole, shared or partitioned)."""
+        return resource.startswith(self.resource_prefix)
+
+    def is_partition(self, resource: str) -> bool:
+        return self.partition_prefix is not None and resource.startswith(self.partition_prefix)
+
+    def title(self, role: str) -> str:
+        """How reports name one of its components: "NVIDIA driver", "device plugin"."""
+        return self.titles.get(role, role)
