@@ -43,6 +43,7 @@ from bot.commands import (
 )
 from bot.fleet import ACTION_GROUP
 from bot.handlers import Asker, Handlers
+from bot.intake import Intake
 from bot.policy import AccessPolicy, UsergroupCache
 from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
 from bot.relay import Relay
@@ -64,6 +65,7 @@ class TriageApp(App):
     pool: WorkerPool
     handlers: Handlers
     relay: Relay
+    intake: Intake
 
     def close(self, *, wait: bool = True) -> None:
         """Stop taking work and wait for running triages to post their answers."""
@@ -112,6 +114,11 @@ def create_app(
         assistant=assistant,  # assist.ask.Assistant: `/gpu ask` beyond the FAQ, and summaries
     )
     buttons = Buttons(handlers=handlers)
+    app.intake = Intake(
+        secret=settings.slack_signing_secret.get_secret_value(),
+        max_body=settings.max_body_bytes,
+        response_urls=settings.response_url_prefixes,
+    )
     app.pool = WorkerPool(workers=settings.workers, max_pending=settings.max_pending)
     # One cluster's triages run on at most all workers but one: a cluster that hangs
     # leaves a worker to the other clusters and to every other command.

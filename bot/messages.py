@@ -35,6 +35,10 @@ def malformed(problem: str) -> str:
     return f":warning: {escape(problem)}\n\n{USAGE}"
 
 
+def too_long(length: int, limit: int) -> str:
+    return f":warning: That command is {length} characters long; I take at most {limit}."
+
+
 def unknown_command(word: str) -> str:
     return malformed(f"I don't know the command {word!r}.")
 

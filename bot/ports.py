@@ -49,6 +49,12 @@ class BotSettings(Protocol):
     @property
     def job_poll(self) -> float: ...
 
+    @property
+    def max_body_bytes(self) -> int: ...
+
+    @property
+    def response_url_prefixes(self) -> tuple[str, ...]: ...
+
 
 class OutcomeLike(Protocol):
     @property
