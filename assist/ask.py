@@ -25,6 +25,7 @@ from assist.faq import Intent, cannot_answer, faq_answer, match
 from assist.guard import layer_agrees
 from assist.loop import verdicts_text
 from triage import TriageReport
+from triage.render import one_line
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -210,10 +211,11 @@ def _error_text(result: Result) -> str:
 
 def _verdict(report: TriageReport) -> str:
     ref = f"{report.pod.namespace}/{report.pod.name}"
+    headline = one_line(report.headline)
     if report.failing_layer is None:
-        return f"{ref} is not blocked. {report.headline}"
-    owner = f" Owner: {report.owner.team}." if report.owner else ""
-    return f"{ref} is blocked at layer {report.failing_layer.value}. {report.headline}.{owner}"
+        return f"{ref} is not blocked. {headline}"
+    owner = f" Owner: {one_line(report.owner.team)}." if report.owner else ""
+    return f"{ref} is blocked at layer {report.failing_layer.value}. {headline}.{owner}"
 
 
 def _verify_text(r: Result) -> str:

@@ -258,8 +258,11 @@ def stats_line(*, label: str, count: int) -> str:
 
 
 def ask_answer(text: str, *, trusted: bool) -> str:
-    """An `ask` answer. Only our own FAQ wording is `trusted`; model and cluster text is escaped."""
-    return truncate(text if trusted else escape(text), limit=3000)
+    """An `ask` answer. Only our own FAQ wording is `trusted`; model and check answers are
+    escaped line by line (their lines are the answer's own: cluster values inside them were
+    put on one line where they were read, in `assist.checks`)."""
+    shown = text if trusted else "\n".join(escape(line) for line in text.split("\n"))
+    return truncate(shown, limit=3000)
 
 
 def model_overruled(why: str) -> str:
