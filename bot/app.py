@@ -42,7 +42,9 @@ from bot.commands import (
     parse_mention,
 )
 from bot.fleet import ACTION_GROUP
+from bot.fleetview import FleetView
 from bot.handlers import Asker, Handlers
+from bot.history import History
 from bot.intake import Intake
 from bot.policy import AccessPolicy, UsergroupCache
 from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
@@ -114,6 +116,7 @@ def create_app(
         assistant=assistant,  # assist.ask.Assistant: `/gpu ask` beyond the FAQ, and summaries
     )
     buttons = Buttons(handlers=handlers)
+    fleet_view, history = FleetView(handlers=handlers), History(handlers=handlers)
     app.intake = Intake(
         secret=settings.slack_signing_secret.get_secret_value(),
         max_body=settings.max_body_bytes,
@@ -267,15 +270,15 @@ def create_app(
         if isinstance(cmd, WhyPending):
             handlers.why_pending(asker, cmd)
         elif isinstance(cmd, Pending):
-            handlers.pending(asker, cmd)
+            fleet_view.pending(asker, cmd)
         elif isinstance(cmd, VerifyNode):
             handlers.verify_node(asker, cmd)
         elif isinstance(cmd, ListIncidents):
-            handlers.incidents(asker, cmd)
+            history.incidents(asker, cmd)
         elif isinstance(cmd, ShowIncident):
-            handlers.incident(asker, cmd)
+            history.incident(asker, cmd)
         elif isinstance(cmd, ShowStats):
-            handlers.stats(asker, cmd)
+            history.stats(asker, cmd)
         elif isinstance(cmd, ListClusters):
             handlers.clusters(asker)
         elif isinstance(cmd, Ask):
@@ -354,7 +357,7 @@ def create_app(
         if policy.empty:
             later(asker, lambda: handlers.say(asker, msg.no_policy()))
             return
-        later(asker, lambda: handlers.open_group(asker, value))
+        later(asker, lambda: fleet_view.open_group(asker, value))
 
     app.relay = Relay(
         store=store,
