@@ -118,7 +118,7 @@ class Buttons:
             self.h.say(asker, msg.incident_already(incident_id=ref.incident_id, status="resolved"))
             return
         except IncidentStoreError as e:
-            self.h.say(asker, msg.store_warning(str(e)))
+            self.h.store_failed(asker, e)
             return
         note = msg.incident_resolved(incident_id=str(inc.id), user=asker.user)
         blocks = without_buttons(list(where.message.get("blocks") or []), note=note)

@@ -13,6 +13,7 @@ from bot import messages as msg
 from bot.commands import Pending
 from bot.fleet import alert_text, parse_group_value, pending_blocks, stored_group_blocks
 from bot.handlers import Asker, Handlers, failure
+from bot.render import with_note
 from triage import InvalidNameError, SourceError
 from triage.fleet import Sweep
 
@@ -39,7 +40,7 @@ class FleetView:
         try:
             result = self.h.service.sweep(cluster=cluster, namespaces=namespaces)
         except (InvalidNameError, SourceError, LookupError) as e:
-            self.h.say(asker, failure(e))
+            self.h.say(asker, failure(e, detail=viewer.operator))
             return
         mine = result.only(viewer.may_see)
         in_channel = asker.channel is not None and not asker.channel.startswith("D")
@@ -70,12 +71,9 @@ class FleetView:
                 text=text, blocks=blocks, response_type="ephemeral", replace_original=False
             )
         elif asker.channel and asker.may_reply():
+            message = {"text": text, "blocks": blocks, "thread_ts": asker.thread_ts}
             self.h.client.chat_postEphemeral(
-                channel=asker.channel,
-                user=asker.user,
-                thread_ts=asker.thread_ts,
-                text=text,
-                blocks=blocks,
+                channel=asker.channel, user=asker.user, **with_note(message, asker.note())
             )
 
     def open_group(self, asker: Asker, value: str) -> None:

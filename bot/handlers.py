@@ -17,13 +17,19 @@ from slack_sdk.errors import SlackApiError
 
 from bot import messages as msg
 from bot.commands import (
-    Ask,
     VerifyNode,
     WhyPending,
 )
 from bot.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
-from bot.render import ButtonRef, headline_text, report_blocks, with_summary
+from bot.render import (
+    ButtonRef,
+    headline_text,
+    note_block,
+    report_blocks,
+    with_note,
+    with_summary,
+)
 from bot.work import Busy, Done, Flights
 from incidents.errors import IncidentStoreError
 from triage import (
@@ -55,6 +61,9 @@ class Asker:
     # Asked before each post to a channel (`respond` is gated by the same check): False when
     # another replica answers this command. See `bot.relay`.
     may_reply: Callable[[], bool] = lambda: True
+    # The "not recorded" note every reply to this command carries, if its record failed
+    # (asked after `may_reply`; `respond` adds it itself).
+    note: Callable[[], str | None] = lambda: None
 
 
 class Handlers:
@@ -93,7 +102,16 @@ class Handlers:
     def post(self, asker: Asker, **message: Any) -> Any:
         """`chat.postMessage` on behalf of `asker`'s command; None when another replica
         answers it."""
-        return self.client.chat_postMessage(**message) if asker.may_reply() else None
+        if not asker.may_reply():
+            return None
+        return self.client.chat_postMessage(**with_note(message, asker.note()))
+
+    def store_failed(self, asker: Asker, e: IncidentStoreError) -> None:
+        """Tell `asker` the incident store failed them: the kind of fault, and for an
+        operator the detail (the database's name and host)."""
+        fault = getattr(e, "fault", None)
+        detail = str(e) if self.viewer(asker).operator else None
+        self.say(asker, msg.store_unavailable(fault, detail=detail))
 
     def viewer(self, asker: Asker, cluster: str | None = None) -> Viewer:
         """What `asker` may see in `cluster` (a resolved name; None: the grants that hold in
@@ -112,7 +130,7 @@ class Handlers:
         try:
             return self.service.cluster_name(cluster or self.policy.cluster_for(asker.channel))
         except (LookupError, SourceError) as e:  # unknown, or a context that does not load
-            self.say(asker, failure(e))
+            self.say(asker, failure(e, detail=self.viewer(asker).operator))
         return None
 
     def channel_audience_is_operator(self, channel: str | None) -> bool:
@@ -162,7 +180,7 @@ class Handlers:
         if isinstance(e, NotFoundError):
             self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
         elif isinstance(e, (InvalidNameError, SourceError, LookupError)):
-            self.say(asker, failure(e))
+            self.say(asker, failure(e, detail=self.viewer(asker, cmd.cluster).operator))
         else:
             raise e
 
@@ -200,7 +218,7 @@ class Handlers:
                 elif done.result is not None:
                     self.answer(asker, cmd, done.result)
             except IncidentStoreError as e:
-                self.say(asker, msg.store_unavailable(str(e)))
+                self.store_failed(asker, e)
             except Exception:
                 log.exception("why-pending answer failed")
                 self.say(asker, msg.internal_error())
@@ -241,7 +259,8 @@ class Handlers:
         blocks = report_blocks(report, include_detail=operators, ref=ref)
         blocks = with_summary(blocks, self.summary(report, operator=operators))
         if outcome.store_error:
-            blocks.append(_note(msg.store_warning(outcome.store_error)))
+            detail = outcome.store_error if operators else None
+            blocks.append(note_block(msg.not_recorded(outcome.store_fault, detail=detail)))
         try:
             posted = self.post(
                 asker,
@@ -272,7 +291,8 @@ class Handlers:
         blocks = report_blocks(outcome.report, include_detail=viewer.operator, ref=ref)
         blocks = with_summary(blocks, self.summary(outcome.report, operator=viewer.operator))
         if outcome.store_error:
-            blocks.append(_note(msg.store_warning(outcome.store_error)))
+            detail = outcome.store_error if viewer.operator else None
+            blocks.append(note_block(msg.not_recorded(outcome.store_fault, detail=detail)))
         if asker.respond is not None:
             asker.respond(
                 text=headline_text(outcome.report),
@@ -296,38 +316,6 @@ class Handlers:
         text = self.assistant.summarize(report, operator=operator)
         return None if text is None else msg.summary(text)
 
-    # -- ask -----------------------------------------------------------------------------------
-    def ask(self, asker: Asker, cmd: Ask) -> None:
-        """A free-form question: pod questions run the real why-pending flow, the rest the FAQ
-        or the assistant. Access policy applies inside every check the assistant runs."""
-        from assist.faq import faq_answer, match
-
-        cluster = self.cluster_for(asker, None)
-        if cluster is None:
-            return
-        viewer = self.viewer(asker, cluster)
-        has_model = self.assistant is not None and self.assistant.model is not None
-        intent = None if has_model else match(cmd.question)
-        if intent is not None and intent.kind == "why-pending" and intent.name is not None:
-            self.why_pending(asker, WhyPending(intent.name, intent.namespace, None))
-            return
-        if intent is not None and intent.kind == "verify-node" and intent.name is not None:
-            self.verify_node(asker, VerifyNode(node=intent.name))
-            return
-        if intent is not None and intent.kind.startswith("faq-"):
-            self.say(asker, msg.ask_answer(faq_answer(intent.kind, prefix="/gpu "), trusted=True))
-            return
-        if self.assistant is None:
-            self.say(asker, msg.ask_unavailable())
-            return
-        answer = self.assistant.ask(
-            cmd.question, caller=viewer, default_namespace=viewer.default_namespace, prefix="/gpu "
-        )
-        text = msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown"))
-        if answer.discarded:
-            text = msg.model_overruled(answer.discarded) + "\n" + text
-        self.say(asker, text)
-
     # -- other commands ----------------------------------------------------------------------
     def verify_node(self, asker: Asker, cmd: VerifyNode) -> None:
         if not self.viewer(asker).operator:
@@ -342,7 +330,7 @@ class Handlers:
             self.say(asker, msg.node_not_found(cmd.node))
             return
         except (InvalidNameError, SourceError, LookupError) as e:
-            self.say(asker, failure(e))
+            self.say(asker, failure(e, detail=True))  # operators only
             return
         self.say(asker, msg.verification(result))
 
@@ -370,23 +358,22 @@ class Handlers:
         self.say(asker, "\n".join(lines))
 
 
-def _note(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
-
-
 def _error_code(e: SlackApiError) -> str:
     data = getattr(e.response, "data", None)
     return str(data.get("error", "")) if isinstance(data, dict) else ""
 
 
-def failure(e: Exception) -> str:
-    """The reply for an error the engine or the cluster raised (not-found is handled apart)."""
+def failure(e: Exception, *, detail: bool) -> str:
+    """The reply for an error the engine or the cluster raised (not-found is handled apart).
+    Only with `detail` (an operator asking) does it quote the error, which may name the API
+    server, a service account or a file; anyone else reads the kind of fault."""
     if isinstance(e, InvalidNameError):
         return msg.invalid_name(str(e))
-    if isinstance(e, UnavailableError):
-        return msg.cluster_unavailable(str(e))
-    if isinstance(e, ForbiddenError):
-        return msg.cluster_forbidden(str(e))
-    if isinstance(e, LookupError):  # an unknown --cluster name
+    if isinstance(e, LookupError):  # an unknown --cluster name, as the asker typed it
         return msg.unknown_cluster(str(e).strip("'\""))
-    return msg.source_error(str(e))
+    shown = str(e) if detail else None
+    if isinstance(e, UnavailableError):
+        return msg.cluster_unavailable(shown)
+    if isinstance(e, ForbiddenError):
+        return msg.cluster_forbidden(shown)
+    return msg.source_error(shown)

@@ -1,7 +1,8 @@
 """`/gpu incidents`, `/gpu incident ID` and `/gpu stats`: the incident history, for one asker.
 
 Split from `bot.handlers` by concept: these commands only read the incident store, and what
-they show an asker is filtered by the access policy.
+they show an asker is filtered by the access policy: a tenant's list and counts hold only the
+incidents of the namespaces they may see.
 """
 
 from __future__ import annotations
@@ -81,8 +82,11 @@ class History:
             cluster = self.h.cluster_for(asker, cmd.cluster)
             if cluster is None:
                 return
-        s = self.h.store.stats(cluster=cluster)
-        lines = [
+        operator = self.h.viewer(asker).operator
+        # A tenant counts only the incidents of the namespaces they may see, in each cluster.
+        s = self.h.store.stats(cluster=cluster, where=None if operator else self._sees(asker))
+        lines = [] if operator else [msg.stats_scope_yours()]
+        lines += [
             msg.stats_line(label="open now", count=s.open_now),
             msg.stats_line(label="resolved", count=s.resolved),
             msg.stats_line(label="total", count=s.total),
@@ -90,7 +94,7 @@ class History:
         lines += [
             msg.stats_line(label=f"{layer.value}", count=n) for layer, n in s.by_layer.items()
         ]
-        if self.h.viewer(asker).operator:  # group counts span every tenant
+        if operator:  # group counts span every tenant
             groups = self.h.store.groups.counts(cluster=cluster)
             lines.append(msg.stats_line(label="root-cause groups open", count=groups["open"]))
         self.h.say(asker, "\n".join(lines))

@@ -63,16 +63,39 @@ def no_namespace() -> str:
     return ":warning: Which namespace? This channel has no default namespace; add `-n <namespace>`."
 
 
-def cluster_unavailable(reason: str) -> str:
-    return f":x: The cluster could not be read: {escape(reason)}. Try again in a minute."
+# Cluster and database faults: a tenant reads the kind of fault; operators also get the
+# detail (server addresses, users, database names), which is `None` for everyone else.
 
 
-def cluster_forbidden(reason: str) -> str:
-    return f":x: The bot may not read what it needs: {escape(reason)}."
+def cluster_unavailable(detail: str | None) -> str:
+    more = f": {escape(detail)}" if detail else " (it is unreachable or not answering)"
+    return f":x: The cluster could not be read{more}. Try again in a minute."
 
 
-def source_error(reason: str) -> str:
-    return f":x: Triage failed: {escape(reason)}."
+def cluster_forbidden(detail: str | None) -> str:
+    more = f": {escape(detail)}" if detail else "; the operators have the details"
+    return f":x: The bot may not read what it needs{more}."
+
+
+def source_error(detail: str | None) -> str:
+    more = f": {escape(detail)}" if detail else "; the operators have the details"
+    return f":x: Triage failed{more}."
+
+
+_STORE_FAULTS = {
+    "locked": "is locked by another writer",
+    "timeout": "did not answer in time",
+    "unreachable": "cannot be reached",
+    "read-only": "is read-only",
+    "not-initialised": "is not set up yet",
+    "gone": "has lost its file",
+    "misconfigured": "is misconfigured",
+}
+
+
+def store_fault(fault: str | None) -> str:
+    """The kind of database fault in words anyone may read."""
+    return "the incident database " + _STORE_FAULTS.get(str(fault), "is unavailable")
 
 
 def unknown_cluster(name: str) -> str:
@@ -101,12 +124,18 @@ def busy() -> str:
     return ":hourglass: Too many triages are running right now. Try again in a minute."
 
 
-def store_warning(reason: str) -> str:
-    return f"_The incident could not be recorded ({escape(reason)}); the triage itself is above._"
+def not_recorded(fault: str | None, *, detail: str | None = None) -> str:
+    """The note on an answer whose record failed (the command's, or its incident's)."""
+    more = f" ({escape(detail)})" if detail else ""
+    return (
+        f"_Not recorded: {store_fault(fault)}{more}. The answer is complete; it is only "
+        "missing from the incident history._"
+    )
 
 
-def store_unavailable(reason: str) -> str:
-    return f":x: The incident store is unavailable: {escape(reason)}."
+def store_unavailable(fault: str | None, *, detail: str | None = None) -> str:
+    more = f" ({escape(detail)})" if detail else ""
+    return f":x: {store_fault(fault).capitalize()}{more}. Try again in a minute."
 
 
 def operator_only() -> str:
@@ -251,6 +280,10 @@ def cluster_line(
 
 def no_clusters() -> str:
     return "No cluster is connected yet."
+
+
+def stats_scope_yours() -> str:
+    return "_Incidents in the namespaces you may see:_"
 
 
 def stats_line(*, label: str, count: int) -> str:

@@ -177,6 +177,27 @@ def report_blocks(
     return blocks[:MAX_BLOCKS]
 
 
+NOT_RECORDED = "gpu_not_recorded"  # block id of the one "not recorded" note a message carries
+
+
+def with_note(message: dict[str, Any], note: str | None) -> dict[str, Any]:
+    """`message` (chat.postMessage or response_url arguments) with a "not recorded" note,
+    once: as a context block when it has blocks, else as a last line of its text."""
+    if not note:
+        return message
+    blocks = message.get("blocks")
+    if blocks is None:
+        return {**message, "text": f"{message.get('text') or ''}\n{note}".strip()}
+    if any(b.get("block_id") == NOT_RECORDED for b in blocks):
+        return message
+    return {**message, "blocks": [*blocks[: MAX_BLOCKS - 1], note_block(note)]}
+
+
+def note_block(text: str) -> Block:
+    """The "not recorded" note as a context block (already worded and escaped)."""
+    return {**context(text), "block_id": NOT_RECORDED}
+
+
 def with_summary(blocks: list[Block], text: str | None) -> list[Block]:
     """`blocks` with a summary line after the verdict (already worded and escaped), if any."""
     if not text:

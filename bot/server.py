@@ -64,7 +64,11 @@ class Router:
             why = "shutting down" if self.app.pool.closed else self.not_ready()
             if why:
                 return _plain(start_response, "503 Service Unavailable", f"{why}\n".encode())
-            ready = f"ready; {self.notice}\n" if self.notice else "ready\n"
+            # Degraded is still ready: commands are answered, only not recorded (a read-only
+            # database, or a SQLite file deleted under the bot).
+            degraded = self.app.handlers.store.condition()
+            notes = [n for n in (self.notice, degraded and f"degraded: {degraded}") if n]
+            ready = "; ".join(["ready", *notes]) + "\n"
             return _plain(start_response, "200 OK", ready.encode())
         if path == "/metrics" and method == "GET":
             body, content_type = self.metrics()

@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=256 * 1024, ge=4096, le=16 * 1024 * 1024, validation_alias="GPU_TRIAGE_MAX_BODY"
     )
+    # How long an ack waits for its delivery to be recorded (and a first reply for its claim)
+    # before it goes on without: the database must never hold up Slack's 3 seconds.
+    delivery_deadline: float = Field(
+        default=1.0, gt=0.0, le=2.5, validation_alias="GPU_TRIAGE_DELIVERY_DEADLINE"
+    )
     # Where replies may be posted by response URL (comma-separated prefixes): Slack's own.
     # A request naming any other URL is refused, so nobody can make the bot post elsewhere.
     response_urls: str = Field(
