@@ -114,7 +114,7 @@ class Intake:
             return _refuse("415 Unsupported Media Type", "unsupported content type")
         try:
             body = _parse(raw.decode("utf-8"), form=content_type == _FORM)
-        except (UnicodeDecodeError, ValueError):
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             log.info("refused a signed Slack request: the body does not parse")
             return _refuse("400 Bad Request", "malformed request")
         if not isinstance(body, dict):

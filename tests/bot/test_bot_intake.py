@@ -70,6 +70,7 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("a JSON array", b"[1, 2]", "application/json"),
     ("a payload that is an array", b"payload=%5B1%2C2%5D", FORM),
     ("a payload that does not parse", b"payload=%7Bnot", FORM),
+    ("JSON nested past the parser's depth", b"[" * 200_000, "application/json"),
     ("bytes that are not UTF-8", b"command=%2Fgpu&text=\xff\xfe", FORM),
     ("a command without its user", b"command=%2Fgpu&text=help", FORM),
     ("an event callback without its event", b'{"type":"event_callback"}', "application/json"),
