@@ -7,6 +7,8 @@ audience may see, and the rest of the asker's view reaches them alone.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from slack_sdk.errors import SlackApiError
 
 from bot import messages as msg
@@ -84,7 +86,9 @@ class FleetView:
         except ValueError:
             self.h.say(asker, msg.group_not_found())
             return
-        viewer = self.h.viewer(asker, cluster)
+        # Rights from the presser alone: the channel a button press names is the payload's
+        # claim, and a group has no recorded channel to check it against.
+        viewer = self.h.viewer(replace(asker, channel=None), cluster)
         row = self.h.store.groups.find(cluster, key)
         if row is None or not any(viewer.may_see(str(m.get("namespace"))) for m in row.members):
             self.h.say(asker, msg.group_not_found())

@@ -203,6 +203,10 @@ def incident_not_found(incident_id: str) -> str:
     return f"No incident {code(incident_id)}."
 
 
+def button_malformed() -> str:
+    return ":warning: That button's data is malformed. Run the command again for a fresh one."
+
+
 def incident_resolved(*, incident_id: str, user: str) -> str:
     return f":white_check_mark: Incident {code(incident_id)} resolved by <@{user}>."
 

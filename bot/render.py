@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.mrkdwn import code, escape, plain, truncate
-from triage import Layer, OwnerRoute, Status, TriageReport
+from triage import (
+    Layer,
+    OwnerRoute,
+    Status,
+    TriageReport,
+    validate_cluster,
+    validate_name,
+    validate_namespace,
+)
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -56,15 +64,36 @@ class ButtonRef:
 
     @classmethod
     def from_value(cls, value: str) -> ButtonRef:
-        raw = json.loads(value)
-        if not isinstance(raw, dict) or not isinstance(raw.get("n"), str):
+        """The reference a button carries; ValueError for anything malformed (a value is
+        whatever a payload says: its names are checked like typed ones)."""
+        try:
+            raw = json.loads(value)
+        except RecursionError:
+            raise ValueError("malformed button value") from None
+        if not isinstance(raw, dict):
             raise ValueError("malformed button value")
-        return cls(
-            cluster=raw.get("c"),
-            namespace=raw["n"],
-            name=str(raw.get("p", "")),
-            incident_id=None if raw.get("i") is None else str(raw["i"]),
+        cluster, namespace, name, incident = (
+            raw.get("c"),
+            raw.get("n"),
+            raw.get("p", ""),
+            raw.get("i"),
         )
+        if not (
+            isinstance(namespace, str)
+            and isinstance(name, str)
+            and (cluster is None or isinstance(cluster, str))
+            and (
+                incident is None
+                or (isinstance(incident, str | int)
+                and not isinstance(incident, bool))
+            )
+        ):
+            raise ValueError("malformed button value")
+        validate_namespace(namespace)  # InvalidNameError is a ValueError
+        validate_name(name)
+        if cluster is not None:
+            validate_cluster(cluster)
+        return cls(cluster, namespace, name, None if incident is None else str(incident))
 
 
 def section(text: str) -> Block:
@@ -226,12 +255,6 @@ def _button(label: str, action_id: str, value: str, *, style: str | None = None)
     if style:
         button["style"] = style
     return button
-
-
-def without_buttons(blocks: list[Block], *, note: str) -> list[Block]:
-    """The same message after Resolve: buttons replaced by a one-line note (already escaped)."""
-    kept = [b for b in blocks if b.get("type") != "actions"]
-    return [*kept, context(note)][:MAX_BLOCKS]
 
 
 def escalation_blocks(report: TriageReport, *, summary: str) -> list[Block]:
