@@ -84,8 +84,7 @@ class ButtonRef:
             and (cluster is None or isinstance(cluster, str))
             and (
                 incident is None
-                or (isinstance(incident, str | int)
-                and not isinstance(incident, bool))
+                or (isinstance(incident, str | int) and not isinstance(incident, bool))
             )
         ):
             raise ValueError("malformed button value")
