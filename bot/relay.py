@@ -212,13 +212,20 @@ class Relay:
             log.warning("relay not closed cleanly: %s", e)
 
     def _loop(self) -> None:
+        failing = ""  # an outage is logged when it starts, changes and ends, not every tick
         while not self._stop.wait(self.poll):
             try:
                 self.tick()
             except IncidentStoreError as e:
-                log.warning("relay: %s", e)
+                if str(e) != failing:
+                    log.warning("relay: %s", e)
+                failing = str(e)
+                continue
             except Exception:
                 log.exception("relay tick failed")
+            if failing:
+                log.warning("relay: the incident database answers again")
+                failing = ""
 
     def tick(self) -> None:
         """One round: record what failed to be, heartbeat, renew leases, mark answered jobs

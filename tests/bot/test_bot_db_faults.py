@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -65,8 +66,8 @@ def test_a_sqlite_file_locked_by_another_process_holds_up_no_ack_and_loses_no_co
         ]
         acked_at_once(sent)
         tenant, listed, operators = answered_once(bot, sent)  # while the lock is still held
-    for answer in (tenant, listed, operators):
-        assert "Not recorded: the incident database is locked by another writer" in answer
+    for answer in (tenant, listed, operators):  # locked, or queued behind the lock too long
+        assert re.search(r"Not recorded: the incident database (is locked|did not answer)", answer)
     assert "sqlite" not in tenant  # the kind of fault only; the operators' channel gets the file
     assert "incidents.sqlite is unavailable: database is locked" in operators
     assert "answered here without a record" in caplog.text
