@@ -3,6 +3,7 @@ command is acknowledged well inside Slack's 3 s, never with a 500, and answered 
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
@@ -43,8 +44,6 @@ def command(bot: Bot, text_: str, *, user: str = "UOPS", channel: str = "DOPS") 
 
 def mention(bot: Bot, text_: str, *, channel: str = "COPS") -> Sent:
     body = bot.slack.mention_body(text_, channel=channel)
-    import json
-
     reply = bot.slack.post(json.dumps(body), content_type="application/json")
     return Sent(reply, f"event:{body['event_id']}", thread=body["event"]["ts"])
 
