@@ -198,7 +198,10 @@ def report_blocks(
         blocks.append(section("*Verify*\n" + bullet_list(report.verification, shown=5)))
 
     layers = " · ".join(f"{_STATUS_ICON[f.status]} {f.layer.value}" for f in report.findings)
-    note = f" · {escape(report.data_age_note)}" if report.data_age_note else ""
+    age = report.data_age_note
+    if age and not include_detail:  # the lost watch's error may name the API server
+        age = age.split(" (", 1)[0] if ": lost the watch on " in age else age
+    note = f" · {escape(age)}" if age else ""
     blocks.append(context(layers + note))
     if buttons:
         blocks.append(action_buttons(ref, escalate=layer is not None))

@@ -54,3 +54,19 @@ def test_stats_count_only_the_namespaces_a_tenant_may_see(bot: Bot) -> None:
     assert "open now: 1" in a and "total: 1" in a and "namespaces you may see" in a
     assert "open now: 1" in b and "total: 1" in b
     assert "open now: 2" in ops and "total: 2" in ops and "root-cause groups" in ops
+
+
+def test_a_lost_watchs_error_is_for_operators_only(
+    bot: Bot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lost = (
+        "cluster data may be up to 400s old: lost the watch on pods "
+        f"(watch on pods failed: cannot reach the Kubernetes API at {API})"
+    )
+    monkeypatch.setattr(bot.source, "staleness_note", lambda: lost, raising=False)
+    tenant = command(bot, "why-pending train-x -n team-a", user="UTENA", channel="DTENA")
+    (to_tenant,) = answered_once(bot, [tenant])
+    operator = command(bot, "why-pending eval-b -n team-b", user="UOPS", channel="DOPS")
+    (to_operator,) = answered_once(bot, [operator])
+    assert "lost the watch on pods" in to_tenant and API not in to_tenant
+    assert API in to_operator
