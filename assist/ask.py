@@ -26,6 +26,7 @@ from assist.guard import layer_agrees
 from assist.loop import verdicts_text
 from triage import TriageReport
 from triage.model import Answer as ReportAnswer
+from triage.render import one_line
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -211,12 +212,13 @@ def _error_text(result: Result) -> str:
 
 def _verdict(report: TriageReport) -> str:
     ref = f"{report.pod.namespace}/{report.pod.name}"
+    headline = one_line(report.headline)
     if report.answer == ReportAnswer.UNKNOWN:
-        return f"It could not be told why {ref} is not running. {report.headline}"
+        return f"It could not be told why {ref} is not running. {headline}"
     if report.failing_layer is None:
-        return f"{ref} is not blocked. {report.headline}"
-    owner = f" Owner: {report.owner.team}." if report.owner else ""
-    return f"{ref} is blocked at layer {report.failing_layer.value}. {report.headline}.{owner}"
+        return f"{ref} is not blocked. {headline}"
+    owner = f" Owner: {one_line(report.owner.team)}." if report.owner else ""
+    return f"{ref} is blocked at layer {report.failing_layer.value}. {headline}.{owner}"
 
 
 def _verify_text(r: Result) -> str:

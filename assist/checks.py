@@ -4,25 +4,31 @@ These are plain functions over typed (pydantic) arguments, so the deterministic 
 and the langchain tools (`assist.tools`) share one implementation and one access rule: a tenant
 asking about a namespace outside their grant gets exactly the answer a missing pod gets, and
 operator-only `detail` never leaves this module for a tenant. Outputs are small JSON-shaped
-dicts derived from reports, never raw cluster objects.
+dicts derived from reports, never raw cluster objects, and every string in them is on one line
+(`flat`): a termination message or an annotation cannot start a line of its own in the
+model's input or in an answer built from a check. A cluster error reaches a tenant as its kind
+only; its text (server addresses) is for operators.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from triage import (
     ClusterSource,
     EngineConfig,
+    ForbiddenError,
     InvalidNameError,
     NotFoundError,
     Playbook,
     SourceError,
     TriageReport,
+    UnavailableError,
     triage,
     validate_name,
     validate_namespace,
@@ -30,6 +36,7 @@ from triage import (
 from triage.cluster.objects import labels, name_of
 from triage.cluster.quantities import GPU, MIG_PREFIX, resources
 from triage.layers.stacks.state import gpu_resources, is_gpu_node
+from triage.render import one_line
 from triage.verify.node import NodeVerification, verify_node
 
 Result = dict[str, Any]
@@ -133,6 +140,40 @@ def _error(kind: str, message: str) -> Result:
     return {"error": kind, "message": message}
 
 
+def fault_kind(e: SourceError) -> str:
+    """What kind of cluster fault `e` is, in words that name no server, user or file."""
+    if isinstance(e, UnavailableError):
+        return "unreachable or not answering"
+    if isinstance(e, ForbiddenError):
+        return "the bot lacks a permission"
+    return "the operators have the details"
+
+
+def flat(value: Any) -> Any:
+    """`value` with every string in it on one line."""
+    if isinstance(value, str):
+        return one_line(value)
+    if isinstance(value, dict):
+        return {k: flat(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [flat(v) for v in value]
+    return value
+
+
+A = TypeVar("A")
+
+
+def _flat(check: Callable[[Checks, A], Result]) -> Callable[[Checks, A], Result]:
+    """A check whose result is `flat`."""
+
+    @functools.wraps(check)
+    def flattened(self: Checks, args: A) -> Result:
+        result: Result = flat(check(self, args))
+        return result
+
+    return flattened
+
+
 class Checks:
     """The checks for one caller. Each returns a compact dict; none raises for user errors."""
 
@@ -140,6 +181,12 @@ class Checks:
         self.caller, self.backend = caller, backend
         self.reports: list[TriageReport] = []  # every report produced, for the answer guard
 
+    def _cluster_error(self, e: SourceError) -> Result:
+        if self.caller.operator:
+            return _error("cluster", str(e))
+        return _error("cluster", f"the cluster could not be read ({fault_kind(e)})")
+
+    @_flat
     def why_pending(self, args: WhyPendingArgs) -> Result:
         report = self.why_pending_report(args)
         if isinstance(report, dict):
@@ -161,10 +208,11 @@ class Checks:
         except NotFoundError:
             return not_found(namespace=args.namespace, name=args.name)
         except SourceError as e:
-            return _error("cluster", str(e))
+            return self._cluster_error(e)
         self.reports.append(report)
         return report
 
+    @_flat
     def verify_node(self, args: VerifyNodeArgs) -> Result:
         if not self.caller.operator:
             return _error("operator_only", "only operators can verify nodes")
@@ -175,7 +223,7 @@ class Checks:
         except NotFoundError:
             return _error("not_found", f"no node named {args.node}")
         except SourceError as e:
-            return _error("cluster", str(e))
+            return self._cluster_error(e)
         return {
             "node": result.node,
             "passed": result.passed,
@@ -188,6 +236,7 @@ class Checks:
             ],
         }
 
+    @_flat
     def quota_status(self, args: QuotaStatusArgs) -> Result:
         try:
             validate_namespace(args.namespace)
@@ -203,7 +252,7 @@ class Checks:
             quotas = source.objects("ResourceQuota", namespace=args.namespace)
             queues = source.objects("LocalQueue", namespace=args.namespace)
         except SourceError as e:
-            return _error("cluster", str(e))
+            return self._cluster_error(e)
         return {
             "namespace": args.namespace,
             "quotas": [_quota(q) for q in quotas],
@@ -218,6 +267,7 @@ class Checks:
             ],
         }
 
+    @_flat
     def capacity(self, args: CapacityArgs) -> Result:
         """GPUs per product: capacity, allocatable, requested. Node names for operators only."""
         try:
@@ -225,7 +275,7 @@ class Checks:
             nodes = [n for n in source.objects("Node") if is_gpu_node(n)]
             usage = source.node_usage()
         except SourceError as e:
-            return _error("cluster", str(e))
+            return self._cluster_error(e)
         rows: dict[str, Result] = {}
         for node in sorted(nodes, key=name_of):
             product = labels(node).get(PRODUCT_LABEL, "unknown")
@@ -287,4 +337,5 @@ def report_digest(report: TriageReport, *, operator: bool) -> Result:
         out["node"] = report.pod.node
     if report.notes:
         out["notes"] = list(report.notes)
-    return out
+    flattened: Result = flat(out)
+    return flattened

@@ -146,6 +146,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_TRIAGE_"))}
         env.update(
             SLACK_SIGNING_SECRET=SECRET, SLACK_BOT_TOKEN="xoxb-load", SLACK_API_URL=fake.api_url,
+            SLACK_RESPONSE_URL_PREFIXES=fake.url + "/",
             DATABASE_URL=f"sqlite:///{database}", KUBECONFIG=str(kubeconfig),
             GPU_TRIAGE_ACCESS_POLICY=str(policy), PORT=str(port),
         )  # fmt: skip

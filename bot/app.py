@@ -4,13 +4,10 @@ Listeners are thin: parse, `ack()` at once, hand the work to the app's bounded w
 One synchronous execution model (the kubernetes client is synchronous), no async twin, no
 module-level state: everything hangs off the returned `TriageApp`, which `close()` shuts down.
 
-Retries: Slack re-sends an event when it thinks it went unanswered (`X-Slack-Retry-Num`).
-bolt does not drop those for us in HTTP mode, so a middleware records every delivery's key
-(the event id, or the trigger id of a command or button) in the incident database, where the
-first replica to insert it wins, and answers repeats with an empty 200 before any listener
-sees them: a retry reaching a restarted bot or another replica is answered once too. Keys
-also stay in memory for ten minutes, so repeats cost no query and a database outage does not
-turn every retry into a second answer.
+Retries and replicas: a middleware (`bot.dedupe`) drops repeated deliveries and leases each
+command to the replica that took it (`bot.relay`), without making the ack wait on the
+database. A command whose record failed is answered here, and every reply to it says it was
+not recorded.
 """
 
 from __future__ import annotations
@@ -41,15 +38,21 @@ from bot.commands import (
     parse,
     parse_mention,
 )
+from bot.deadline import DatabaseCalls
+from bot.dedupe import Deduper
 from bot.fleet import ACTION_GROUP
+from bot.fleetview import FleetView
 from bot.handlers import Asker, Handlers
+from bot.history import History
+from bot.intake import Intake
 from bot.policy import AccessPolicy, UsergroupCache
 from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
+from bot.questions import Questions
 from bot.relay import Relay
-from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE
-from bot.work import Flights, SeenSet, WorkerPool
+from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE, with_note
+from bot.work import Flights, WorkerPool
 from incidents.errors import IncidentStoreError
-from incidents.values import Job, NewJob
+from incidents.values import Job
 
 if TYPE_CHECKING:
     from assist.ask import Assistant
@@ -64,6 +67,7 @@ class TriageApp(App):
     pool: WorkerPool
     handlers: Handlers
     relay: Relay
+    intake: Intake
 
     def close(self, *, wait: bool = True) -> None:
         """Stop taking work and wait for running triages to post their answers."""
@@ -112,19 +116,27 @@ def create_app(
         assistant=assistant,  # assist.ask.Assistant: `/gpu ask` beyond the FAQ, and summaries
     )
     buttons = Buttons(handlers=handlers)
+    fleet_view, history = FleetView(handlers=handlers), History(handlers=handlers)
+    questions = Questions(handlers=handlers)
+    app.intake = Intake(
+        secret=settings.slack_signing_secret.get_secret_value(),
+        max_body=settings.max_body_bytes,
+        response_urls=settings.response_url_prefixes,
+    )
     app.pool = WorkerPool(workers=settings.workers, max_pending=settings.max_pending)
     # One cluster's triages run on at most all workers but one: a cluster that hangs
     # leaves a worker to the other clusters and to every other command.
     flights = Flights(app.pool, per_lane=max(1, settings.workers - 1), limit=settings.max_pending)
     app.handlers = handlers
-    seen = SeenSet(ttl=600.0)
+    # The delivery record and the reply claim wait at most this long for the database.
+    calls = DatabaseCalls(deadline=settings.delivery_deadline, threads=settings.http_threads)
 
     def later(asker: Asker, job: Callable[[], None], *, key: str | None = None) -> None:
         def guarded() -> None:
             try:
                 job()
             except IncidentStoreError as e:
-                handlers.say(asker, msg.store_unavailable(str(e)))
+                handlers.store_failed(asker, e)
             except Exception:
                 log.exception("request failed")
                 try:
@@ -146,26 +158,7 @@ def create_app(
     def drop_repeats(
         req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
     ) -> BoltResponse:
-        key = _dedupe_key(req.body)
-        if key is None:
-            return next()
-        job = _job(req.body)
-        new = None if job is None else app.relay.new_job(*job)
-        if not (seen.first_time(key) and first_delivery(key, new)):
-            retry = (req.headers.get("x-slack-retry-num") or ["-"])[0]
-            log.info("dropping repeated delivery %s (retry %s)", key, retry)
-            return BoltResponse(status=200, body="")
-        if new is not None:
-            app.relay.hold(key)  # ours to answer: leased to this replica from now on
-            req.context["job"] = key
-        return next()
-
-    def first_delivery(key: str, job: NewJob | None) -> bool:
-        try:
-            return store.deliveries.first_time(key, job)
-        except IncidentStoreError as e:  # this process still drops the repeats it saw itself
-            log.warning("delivery %s not checked against the database: %s", key, e)
-            return True
+        return deduper.middleware(req, resp, next)
 
     def asker_for(
         user: str,
@@ -181,8 +174,14 @@ def create_app(
             return Asker(user=user, channel=channel, respond=respond, thread_ts=thread_ts)
         gate = app.relay.gate(key)
 
+        def note() -> str | None:
+            fault = app.relay.fault(key)
+            return None if fault is None else msg.not_recorded(fault)
+
         def gated(**message: Any) -> Any:
-            return respond(**message) if respond is not None and gate() else None
+            if respond is None or not gate():
+                return None
+            return respond(**with_note(message, note()))
 
         return Asker(
             user=user,
@@ -190,6 +189,7 @@ def create_app(
             respond=None if respond is None else gated,
             thread_ts=thread_ts,
             may_reply=gate,
+            note=note,
         )
 
     def why_pending(asker: Asker, cmd: WhyPending, key: str | None) -> None:
@@ -260,19 +260,19 @@ def create_app(
         if isinstance(cmd, WhyPending):
             handlers.why_pending(asker, cmd)
         elif isinstance(cmd, Pending):
-            handlers.pending(asker, cmd)
+            fleet_view.pending(asker, cmd)
         elif isinstance(cmd, VerifyNode):
             handlers.verify_node(asker, cmd)
         elif isinstance(cmd, ListIncidents):
-            handlers.incidents(asker, cmd)
+            history.incidents(asker, cmd)
         elif isinstance(cmd, ShowIncident):
-            handlers.incident(asker, cmd)
+            history.incident(asker, cmd)
         elif isinstance(cmd, ShowStats):
-            handlers.stats(asker, cmd)
+            history.stats(asker, cmd)
         elif isinstance(cmd, ListClusters):
             handlers.clusters(asker)
         elif isinstance(cmd, Ask):
-            handlers.ask(asker, cmd)
+            questions.ask(asker, cmd)
         else:
             handlers.say(asker, msg.help_text())
 
@@ -347,7 +347,7 @@ def create_app(
         if policy.empty:
             later(asker, lambda: handlers.say(asker, msg.no_policy()))
             return
-        later(asker, lambda: handlers.open_group(asker, value))
+        later(asker, lambda: fleet_view.open_group(asker, value))
 
     app.relay = Relay(
         store=store,
@@ -357,23 +357,11 @@ def create_app(
         owner=settings.replica_id,
         lease=settings.job_lease,
         poll=settings.job_poll,
+        calls=calls,
     ).start()
+    deduper = Deduper(deliveries=store.deliveries, relay=app.relay, calls=calls)
     handlers.remote_clusters = app.relay.remote
     return app
-
-
-def _job(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """What a command or a mention needs to be answered by another replica: (kind, payload).
-    Buttons are not jobs: a press is answered where it lands, or pressed again."""
-    if body.get("command") == "/gpu":
-        keys = ("text", "user_id", "channel_id", "response_url")
-        return "command", {k: body.get(k) for k in keys}
-    event = body.get("event") or {}
-    if body.get("type") == "event_callback" and event.get("type") == "app_mention":
-        thread = event.get("thread_ts") or event.get("ts")
-        fields = ("text", "user", "channel")
-        return "mention", {**{f: event.get(f) for f in fields}, "thread_ts": thread}
-    return None
 
 
 def _parsed(text: str, parser: Callable[[str], Command]) -> Command | None:
@@ -381,12 +369,3 @@ def _parsed(text: str, parser: Callable[[str], Command]) -> Command | None:
         return parser(text)
     except (UsageError, InvalidNameError):
         return None  # answered when it came in
-
-
-def _dedupe_key(body: dict[str, Any]) -> str | None:
-    """One key per user action: the event id for events, the trigger id for commands/buttons."""
-    if body.get("event_id"):
-        return f"event:{body['event_id']}"
-    if body.get("trigger_id"):
-        return f"trigger:{body['trigger_id']}"
-    return None

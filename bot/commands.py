@@ -6,6 +6,7 @@ nothing of Slack requests, policy or the engine.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -77,10 +78,15 @@ Command = (
     | Ask
 )
 MAX_QUESTION = 2000
+MAX_TEXT = 3000  # a whole command; the longest sensible one is an `ask` question
+MAX_ID = 2**63 - 1  # incident ids are 64-bit integers in the database
+_ID = re.compile(r"#?([0-9]{1,30})")  # ASCII digits only: "²" and "١" are digits to isdigit()
 
 
 def parse(text: str) -> Command:
     """Parse the text after `/gpu`. Raises `UsageError` or `InvalidNameError` (both one line)."""
+    if len(text) > MAX_TEXT:
+        raise UsageError(f"the command is {len(text)} characters long; at most {MAX_TEXT}")
     verb, _, rest = text.strip().partition(" ")
     if verb.lower() == "ask":  # free text: apostrophes and quotes are not shell syntax here
         question = " ".join(rest.split())
@@ -113,9 +119,10 @@ def parse(text: str) -> Command:
     if verb == "incidents":
         return ListIncidents(cluster=_options(verb, args, flags=("--cluster",)).cluster)
     if verb == "incident":
-        if len(args) != 1 or not args[0].lstrip("#").isdigit():
+        found = _ID.fullmatch(args[0]) if len(args) == 1 else None
+        if found is None or not 0 < int(found.group(1)) <= MAX_ID:
             raise UsageError("incident takes one numeric incident id")
-        return ShowIncident(incident_id=int(args[0].lstrip("#")))
+        return ShowIncident(incident_id=int(found.group(1)))
     if verb == "stats":
         return ShowStats(cluster=_options(verb, args, flags=("--cluster",)).cluster)
     if verb == "clusters":

@@ -34,8 +34,9 @@ def _summary(group: Group, now: datetime) -> str:
 
 
 def alert_text(layer: str, cluster: str, cause: str) -> str:
-    """The plain text of a group alert (notifications, screen readers)."""
-    return f"{layer} in cluster {cluster}: {cause}"
+    """The plain text of a group alert (notifications, screen readers), escaped like all
+    cluster text."""
+    return escape(f"{layer} in cluster {cluster}: {cause}")
 
 
 def group_blocks(group: Group, *, now: datetime) -> list[Block]:

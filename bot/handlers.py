@@ -17,22 +17,21 @@ from slack_sdk.errors import SlackApiError
 
 from bot import messages as msg
 from bot.commands import (
-    Ask,
-    ListIncidents,
-    Pending,
-    ShowIncident,
-    ShowStats,
     VerifyNode,
     WhyPending,
 )
-from bot.fleet import alert_text, parse_group_value, pending_blocks, stored_group_blocks
-from bot.mrkdwn import escape
 from bot.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
-from bot.render import ButtonRef, headline_text, report_blocks, with_summary
+from bot.render import (
+    ButtonRef,
+    headline_text,
+    note_block,
+    report_blocks,
+    with_note,
+    with_summary,
+)
 from bot.work import Busy, Done, Flights
 from incidents.errors import IncidentStoreError
-from incidents.values import IncidentStatus
 from triage import (
     ForbiddenError,
     InvalidNameError,
@@ -42,7 +41,6 @@ from triage import (
     TriageReport,
     UnavailableError,
 )
-from triage.fleet import Sweep
 
 if TYPE_CHECKING:
     from assist.ask import Assistant
@@ -63,6 +61,9 @@ class Asker:
     # Asked before each post to a channel (`respond` is gated by the same check): False when
     # another replica answers this command. See `bot.relay`.
     may_reply: Callable[[], bool] = lambda: True
+    # The "not recorded" note every reply to this command carries, if its record failed
+    # (asked after `may_reply`; `respond` adds it itself).
+    note: Callable[[], str | None] = lambda: None
 
 
 class Handlers:
@@ -90,7 +91,7 @@ class Handlers:
         if asker.respond is not None and asker.thread_ts is None:
             asker.respond(text=text, response_type="ephemeral", replace_original=False)
         elif asker.channel:
-            self._post(
+            self.post(
                 asker,
                 channel=asker.channel,
                 thread_ts=asker.thread_ts,
@@ -98,10 +99,19 @@ class Handlers:
                 unfurl_links=False,
             )
 
-    def _post(self, asker: Asker, **message: Any) -> Any:
+    def post(self, asker: Asker, **message: Any) -> Any:
         """`chat.postMessage` on behalf of `asker`'s command; None when another replica
         answers it."""
-        return self.client.chat_postMessage(**message) if asker.may_reply() else None
+        if not asker.may_reply():
+            return None
+        return self.client.chat_postMessage(**with_note(message, asker.note()))
+
+    def store_failed(self, asker: Asker, e: IncidentStoreError) -> None:
+        """Tell `asker` the incident store failed them: the kind of fault, and for an
+        operator the detail (the database's name and host)."""
+        fault = getattr(e, "fault", None)
+        detail = str(e) if self.viewer(asker).operator else None
+        self.say(asker, msg.store_unavailable(fault, detail=detail))
 
     def viewer(self, asker: Asker, cluster: str | None = None) -> Viewer:
         """What `asker` may see in `cluster` (a resolved name; None: the grants that hold in
@@ -120,7 +130,7 @@ class Handlers:
         try:
             return self.service.cluster_name(cluster or self.policy.cluster_for(asker.channel))
         except (LookupError, SourceError) as e:  # unknown, or a context that does not load
-            self.say(asker, _failure(e))
+            self.say(asker, failure(e, detail=self.viewer(asker).operator))
         return None
 
     def channel_audience_is_operator(self, channel: str | None) -> bool:
@@ -170,7 +180,7 @@ class Handlers:
         if isinstance(e, NotFoundError):
             self.say(asker, msg.not_found(namespace=namespace, name=cmd.name))
         elif isinstance(e, (InvalidNameError, SourceError, LookupError)):
-            self.say(asker, _failure(e))
+            self.say(asker, failure(e, detail=self.viewer(asker, cmd.cluster).operator))
         else:
             raise e
 
@@ -208,7 +218,7 @@ class Handlers:
                 elif done.result is not None:
                     self.answer(asker, cmd, done.result)
             except IncidentStoreError as e:
-                self.say(asker, msg.store_unavailable(str(e)))
+                self.store_failed(asker, e)
             except Exception:
                 log.exception("why-pending answer failed")
                 self.say(asker, msg.internal_error())
@@ -249,9 +259,10 @@ class Handlers:
         blocks = report_blocks(report, include_detail=operators, ref=ref)
         blocks = with_summary(blocks, self.summary(report, operator=operators))
         if outcome.store_error:
-            blocks.append(_note(msg.store_warning(outcome.store_error)))
+            detail = outcome.store_error if operators else None
+            blocks.append(note_block(msg.not_recorded(outcome.store_fault, detail=detail)))
         try:
-            posted = self._post(
+            posted = self.post(
                 asker,
                 channel=asker.channel,
                 thread_ts=thread_ts,
@@ -280,7 +291,8 @@ class Handlers:
         blocks = report_blocks(outcome.report, include_detail=viewer.operator, ref=ref)
         blocks = with_summary(blocks, self.summary(outcome.report, operator=viewer.operator))
         if outcome.store_error:
-            blocks.append(_note(msg.store_warning(outcome.store_error)))
+            detail = outcome.store_error if viewer.operator else None
+            blocks.append(note_block(msg.not_recorded(outcome.store_fault, detail=detail)))
         if asker.respond is not None:
             asker.respond(
                 text=headline_text(outcome.report),
@@ -289,7 +301,7 @@ class Handlers:
                 replace_original=False,
             )
         elif asker.channel:
-            self._post(
+            self.post(
                 asker,
                 channel=asker.channel,
                 thread_ts=asker.thread_ts,
@@ -303,134 +315,6 @@ class Handlers:
             return None
         text = self.assistant.summarize(report, operator=operator)
         return None if text is None else msg.summary(text)
-
-    # -- ask -----------------------------------------------------------------------------------
-    def ask(self, asker: Asker, cmd: Ask) -> None:
-        """A free-form question: pod questions run the real why-pending flow, the rest the FAQ
-        or the assistant. Access policy applies inside every check the assistant runs."""
-        from assist.faq import faq_answer, match
-
-        cluster = self.cluster_for(asker, None)
-        if cluster is None:
-            return
-        viewer = self.viewer(asker, cluster)
-        has_model = self.assistant is not None and self.assistant.model is not None
-        intent = None if has_model else match(cmd.question)
-        if intent is not None and intent.kind == "why-pending" and intent.name is not None:
-            self.why_pending(asker, WhyPending(intent.name, intent.namespace, None))
-            return
-        if intent is not None and intent.kind == "verify-node" and intent.name is not None:
-            self.verify_node(asker, VerifyNode(node=intent.name))
-            return
-        if intent is not None and intent.kind.startswith("faq-"):
-            self.say(asker, msg.ask_answer(faq_answer(intent.kind, prefix="/gpu "), trusted=True))
-            return
-        if self.assistant is None:
-            self.say(asker, msg.ask_unavailable())
-            return
-        answer = self.assistant.ask(
-            cmd.question, caller=viewer, default_namespace=viewer.default_namespace, prefix="/gpu "
-        )
-        text = msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown"))
-        if answer.discarded:
-            text = msg.model_overruled(answer.discarded) + "\n" + text
-        self.say(asker, text)
-
-    # -- the fleet view ----------------------------------------------------------------------
-    def pending(self, asker: Asker, cmd: Pending) -> None:
-        """Every stuck GPU workload the asker may see, grouped by root cause, privately."""
-        cluster = self.cluster_for(asker, cmd.cluster)
-        if cluster is None:
-            return
-        viewer = self.viewer(asker, cluster)
-        namespaces: list[str] | None
-        if cmd.namespace is not None:
-            # A namespace the asker may not see reads as an empty one: nothing leaks.
-            namespaces = [cmd.namespace] if viewer.may_see(cmd.namespace) else []
-            scope = f"namespace {cmd.namespace}"
-        elif viewer.operator:
-            namespaces, scope = None, "all namespaces"
-        else:
-            namespaces, scope = sorted(viewer.namespaces), "your namespaces"
-        try:
-            result = self.service.sweep(cluster=cluster, namespaces=namespaces)
-        except (InvalidNameError, SourceError, LookupError) as e:
-            self.say(asker, _failure(e))
-            return
-        mine = result.only(viewer.may_see)
-        in_channel = asker.channel is not None and not asker.channel.startswith("D")
-        if (asker.respond is not None and asker.thread_ts is None) or not in_channel:
-            self._private_groups(asker, mine, scope=scope)
-            return
-        # A mention in a channel answers there, for everyone in it: only what the channel's
-        # audience may see too; whatever else the asker may see reaches them alone.
-        assert asker.channel is not None
-        audience = self.policy.audience(asker.channel, cluster=cluster)
-        public = result.only(lambda ns: viewer.may_see(ns) and audience.may_see(ns))
-        self._post(
-            asker,
-            channel=asker.channel,
-            thread_ts=asker.thread_ts,
-            text=_pending_text(public),
-            blocks=pending_blocks(
-                public, scope=scope if audience.operator else "the namespaces this channel may see"
-            ),
-        )
-        if _members(public) != _members(mine):
-            self._private_groups(asker, mine, scope=scope)
-
-    def _private_groups(self, asker: Asker, result: Sweep, *, scope: str) -> None:
-        text, blocks = _pending_text(result), pending_blocks(result, scope=scope)
-        if asker.respond is not None:
-            asker.respond(
-                text=text, blocks=blocks, response_type="ephemeral", replace_original=False
-            )
-        elif asker.channel and asker.may_reply():
-            self.client.chat_postEphemeral(
-                channel=asker.channel,
-                user=asker.user,
-                thread_ts=asker.thread_ts,
-                text=text,
-                blocks=blocks,
-            )
-
-    def open_group(self, asker: Asker, value: str) -> None:
-        """The "Incident thread" button: a link to the group's thread, opening one for an
-        operator when the group has none yet."""
-        try:
-            cluster, key = parse_group_value(value)
-        except ValueError:
-            self.say(asker, msg.group_not_found())
-            return
-        viewer = self.viewer(asker, cluster)
-        row = self.store.groups.find(cluster, key)
-        if row is None or not any(viewer.may_see(str(m.get("namespace"))) for m in row.members):
-            self.say(asker, msg.group_not_found())
-            return
-        if row.channel is None or row.thread_ts is None:
-            if not viewer.operator or not asker.channel or asker.channel.startswith("D"):
-                self.say(asker, msg.group_no_thread())
-                return
-            claimed = self.store.groups.claim_post(row.id, channel=asker.channel)
-            if claimed is None:
-                self.say(asker, msg.group_no_thread())
-                return
-            try:
-                posted = self.client.chat_postMessage(
-                    channel=asker.channel,
-                    text=alert_text(row.layer.value, row.cluster, row.cause),
-                    blocks=stored_group_blocks(row),
-                    unfurl_links=False,
-                )
-            except SlackApiError:
-                self.store.groups.release_post(row.id)
-                raise
-            channel, ts = str(posted.get("channel") or asker.channel), str(posted.get("ts"))
-            self.store.groups.attach_thread(row.id, channel=channel, thread_ts=ts)
-        else:
-            channel, ts = row.channel, row.thread_ts
-        link = self.client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
-        self.say(asker, msg.group_thread(str(link or "")))
 
     # -- other commands ----------------------------------------------------------------------
     def verify_node(self, asker: Asker, cmd: VerifyNode) -> None:
@@ -446,64 +330,9 @@ class Handlers:
             self.say(asker, msg.node_not_found(cmd.node))
             return
         except (InvalidNameError, SourceError, LookupError) as e:
-            self.say(asker, _failure(e))
+            self.say(asker, failure(e, detail=True))  # operators only
             return
         self.say(asker, msg.verification(result))
-
-    def incidents(self, asker: Asker, cmd: ListIncidents) -> None:
-        """Open incidents the asker may see: of every cluster, or of `--cluster`'s."""
-        cluster = None
-        if cmd.cluster is not None:
-            cluster = self.cluster_for(asker, cmd.cluster)
-            if cluster is None:
-                return
-        may_see = self._sees(asker)
-        candidates = [
-            *self.store.list(status=IncidentStatus.OPEN, limit=200, cluster=cluster),
-            *self.store.list(status=IncidentStatus.ACKNOWLEDGED, limit=200, cluster=cluster),
-        ]
-        open_ = [i for i in candidates if may_see(i.cluster, i.namespace)][:20]
-        if not open_:
-            self.say(asker, msg.no_incidents())
-            return
-        lines = [
-            msg.incident_line(
-                incident_id=str(i.id),
-                status=i.status.value,
-                layer=None if i.failing_layer is None else i.failing_layer.value,
-                namespace=i.namespace,
-                name=i.name,
-                cluster=i.cluster if len({i.cluster for i in open_}) > 1 else None,
-            )
-            for i in open_
-        ]
-        self.say(asker, "\n".join(lines))
-
-    def incident(self, asker: Asker, cmd: ShowIncident) -> None:
-        inc = self.store.get(cmd.incident_id)
-        if inc is None or not self.viewer(asker, inc.cluster).may_see(inc.namespace):
-            self.say(asker, msg.incident_not_found(str(cmd.incident_id)))
-            return
-        text = msg.incident_line(
-            incident_id=str(inc.id),
-            status=inc.status.value,
-            layer=None if inc.failing_layer is None else inc.failing_layer.value,
-            namespace=inc.namespace,
-            name=inc.name,
-            cluster=inc.cluster,
-        )
-        self.say(asker, f"{text}\n{escape(inc.headline)}")
-
-    def _sees(self, asker: Asker) -> Callable[[str, str], bool]:
-        """`may_see(cluster, namespace)` for `asker`, one policy resolution per cluster."""
-        viewers: dict[str, Viewer] = {}
-
-        def may_see(cluster: str, namespace: str) -> bool:
-            if cluster not in viewers:
-                viewers[cluster] = self.viewer(asker, cluster)
-            return viewers[cluster].may_see(namespace)
-
-        return may_see
 
     def clusters(self, asker: Asker) -> None:
         """The clusters this bot serves (with its other replicas) and the state of their
@@ -528,54 +357,23 @@ class Handlers:
         ]
         self.say(asker, "\n".join(lines))
 
-    def stats(self, asker: Asker, cmd: ShowStats) -> None:
-        cluster = None
-        if cmd.cluster is not None:
-            cluster = self.cluster_for(asker, cmd.cluster)
-            if cluster is None:
-                return
-        s = self.store.stats(cluster=cluster)
-        lines = [
-            msg.stats_line(label="open now", count=s.open_now),
-            msg.stats_line(label="resolved", count=s.resolved),
-            msg.stats_line(label="total", count=s.total),
-        ]
-        lines += [
-            msg.stats_line(label=f"{layer.value}", count=n) for layer, n in s.by_layer.items()
-        ]
-        if self.viewer(asker).operator:  # group counts span every tenant
-            groups = self.store.groups.counts(cluster=cluster)
-            lines.append(msg.stats_line(label="root-cause groups open", count=groups["open"]))
-        self.say(asker, "\n".join(lines))
-
-
-def _note(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
-
 
 def _error_code(e: SlackApiError) -> str:
     data = getattr(e.response, "data", None)
     return str(data.get("error", "")) if isinstance(data, dict) else ""
 
 
-def _failure(e: Exception) -> str:
-    """The reply for an error the engine or the cluster raised (not-found is handled apart)."""
+def failure(e: Exception, *, detail: bool) -> str:
+    """The reply for an error the engine or the cluster raised (not-found is handled apart).
+    Only with `detail` (an operator asking) does it quote the error, which may name the API
+    server, a service account or a file; anyone else reads the kind of fault."""
     if isinstance(e, InvalidNameError):
         return msg.invalid_name(str(e))
-    if isinstance(e, UnavailableError):
-        return msg.cluster_unavailable(str(e))
-    if isinstance(e, ForbiddenError):
-        return msg.cluster_forbidden(str(e))
-    if isinstance(e, LookupError):  # an unknown --cluster name
+    if isinstance(e, LookupError):  # an unknown --cluster name, as the asker typed it
         return msg.unknown_cluster(str(e).strip("'\""))
-    return msg.source_error(str(e))
-
-
-def _pending_text(result: Sweep) -> str:
-    return f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting"
-
-
-def _members(result: Sweep) -> set[tuple[str, str]]:
-    return {(m.namespace, m.name) for g in result.groups for m in g.members} | {
-        (m.namespace, m.name) for m in result.waiting
-    }
+    shown = str(e) if detail else None
+    if isinstance(e, UnavailableError):
+        return msg.cluster_unavailable(shown)
+    if isinstance(e, ForbiddenError):
+        return msg.cluster_forbidden(shown)
+    return msg.source_error(shown)

@@ -35,6 +35,10 @@ def malformed(problem: str) -> str:
     return f":warning: {escape(problem)}\n\n{USAGE}"
 
 
+def too_long(length: int, limit: int) -> str:
+    return f":warning: That command is {length} characters long; I take at most {limit}."
+
+
 def unknown_command(word: str) -> str:
     return malformed(f"I don't know the command {word!r}.")
 
@@ -59,16 +63,39 @@ def no_namespace() -> str:
     return ":warning: Which namespace? This channel has no default namespace; add `-n <namespace>`."
 
 
-def cluster_unavailable(reason: str) -> str:
-    return f":x: The cluster could not be read: {escape(reason)}. Try again in a minute."
+# Cluster and database faults: a tenant reads the kind of fault; operators also get the
+# detail (server addresses, users, database names), which is `None` for everyone else.
 
 
-def cluster_forbidden(reason: str) -> str:
-    return f":x: The bot may not read what it needs: {escape(reason)}."
+def cluster_unavailable(detail: str | None) -> str:
+    more = f": {escape(detail)}" if detail else " (it is unreachable or not answering)"
+    return f":x: The cluster could not be read{more}. Try again in a minute."
 
 
-def source_error(reason: str) -> str:
-    return f":x: Triage failed: {escape(reason)}."
+def cluster_forbidden(detail: str | None) -> str:
+    more = f": {escape(detail)}" if detail else "; the operators have the details"
+    return f":x: The bot may not read what it needs{more}."
+
+
+def source_error(detail: str | None) -> str:
+    more = f": {escape(detail)}" if detail else "; the operators have the details"
+    return f":x: Triage failed{more}."
+
+
+_STORE_FAULTS = {
+    "locked": "is locked by another writer",
+    "timeout": "did not answer in time",
+    "unreachable": "cannot be reached",
+    "read-only": "is read-only",
+    "not-initialised": "is not set up yet",
+    "gone": "has lost its file",
+    "misconfigured": "is misconfigured",
+}
+
+
+def store_fault(fault: str | None) -> str:
+    """The kind of database fault in words anyone may read."""
+    return "the incident database " + _STORE_FAULTS.get(str(fault), "is unavailable")
 
 
 def unknown_cluster(name: str) -> str:
@@ -97,12 +124,18 @@ def busy() -> str:
     return ":hourglass: Too many triages are running right now. Try again in a minute."
 
 
-def store_warning(reason: str) -> str:
-    return f"_The incident could not be recorded ({escape(reason)}); the triage itself is above._"
+def not_recorded(fault: str | None, *, detail: str | None = None) -> str:
+    """The note on an answer whose record failed (the command's, or its incident's)."""
+    more = f" ({escape(detail)})" if detail else ""
+    return (
+        f"_Not recorded: {store_fault(fault)}{more}. The answer is complete; it is only "
+        "missing from the incident history._"
+    )
 
 
-def store_unavailable(reason: str) -> str:
-    return f":x: The incident store is unavailable: {escape(reason)}."
+def store_unavailable(fault: str | None, *, detail: str | None = None) -> str:
+    more = f" ({escape(detail)})" if detail else ""
+    return f":x: {store_fault(fault).capitalize()}{more}. Try again in a minute."
 
 
 def operator_only() -> str:
@@ -168,6 +201,10 @@ def no_incidents() -> str:
 
 def incident_not_found(incident_id: str) -> str:
     return f"No incident {code(incident_id)}."
+
+
+def button_malformed() -> str:
+    return ":warning: That button's data is malformed. Run the command again for a fresh one."
 
 
 def incident_resolved(*, incident_id: str, user: str) -> str:
@@ -249,13 +286,20 @@ def no_clusters() -> str:
     return "No cluster is connected yet."
 
 
+def stats_scope_yours() -> str:
+    return "_Incidents in the namespaces you may see:_"
+
+
 def stats_line(*, label: str, count: int) -> str:
     return f"• {escape(label)}: {count}"
 
 
 def ask_answer(text: str, *, trusted: bool) -> str:
-    """An `ask` answer. Only our own FAQ wording is `trusted`; model and cluster text is escaped."""
-    return truncate(text if trusted else escape(text), limit=3000)
+    """An `ask` answer. Only our own FAQ wording is `trusted`; model and check answers are
+    escaped line by line (their lines are the answer's own: cluster values inside them were
+    put on one line where they were read, in `assist.checks`)."""
+    shown = text if trusted else "\n".join(escape(line) for line in text.split("\n"))
+    return truncate(shown, limit=3000)
 
 
 def model_overruled(why: str) -> str:

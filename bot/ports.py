@@ -6,13 +6,22 @@ The bot depends on these shapes, not on the concrete classes, so its tests and t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from pydantic import SecretStr
 
-from incidents.values import GroupIncident, Incident, IncidentStatus, Job, NewJob, Stats
+from incidents.errors import StoreUnavailableError
+from incidents.values import (
+    GroupIncident,
+    Incident,
+    IncidentStatus,
+    Job,
+    NewJob,
+    Stats,
+    TriageRun,
+)
 from triage import Layer, SourceStatus, TriageReport
 from triage.fleet import Sweep
 from triage.verify.node import NodeVerification
@@ -49,6 +58,15 @@ class BotSettings(Protocol):
     @property
     def job_poll(self) -> float: ...
 
+    @property
+    def max_body_bytes(self) -> int: ...
+
+    @property
+    def response_url_prefixes(self) -> tuple[str, ...]: ...
+
+    @property
+    def delivery_deadline(self) -> float: ...
+
 
 class OutcomeLike(Protocol):
     @property
@@ -62,6 +80,9 @@ class OutcomeLike(Protocol):
 
     @property
     def store_error(self) -> str | None: ...
+
+    @property
+    def store_fault(self) -> str | None: ...
 
     @property
     def duration_ms(self) -> float: ...
@@ -150,6 +171,9 @@ class RelayStoreLike(Protocol):
     """What `bot.relay` uses of the incident store."""
 
     @property
+    def read_only(self) -> StoreUnavailableError | None: ...
+
+    @property
     def deliveries(self) -> DeliveriesLike: ...
 
     @property
@@ -157,6 +181,11 @@ class RelayStoreLike(Protocol):
 
 
 class IncidentStoreLike(Protocol):
+    @property
+    def read_only(self) -> StoreUnavailableError | None: ...
+
+    def condition(self) -> str | None: ...
+
     def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None: ...
 
     def open_incident_for(self, *, cluster: str, namespace: str, name: str) -> Incident | None: ...
@@ -176,7 +205,11 @@ class IncidentStoreLike(Protocol):
         cluster: str | None = None,
     ) -> list[Incident]: ...
 
-    def stats(self, *, cluster: str | None = None) -> Stats: ...
+    def stats(
+        self, *, cluster: str | None = None, where: Callable[[str, str], bool] | None = None
+    ) -> Stats: ...
+
+    def runs(self, incident_id: int) -> Sequence[TriageRun]: ...
 
     @property
     def groups(self) -> GroupsLike: ...

@@ -14,6 +14,13 @@ No consensus of our own: the database's rows are the coordination (`incidents.de
   as a fresh command.
 - Before its first Slack write for a job a replica claims the job's reply; a replica that
   loses that claim (it was slow, not dead, and another answered) posts nothing.
+
+The database may fail, and no command is lost to that. A job whose record missed the ack's
+deadline (`bot.deadline`) is answered here anyway, and its record is retried every tick (as a
+job while it runs, as a plain delivery once answered, so that nobody replays it). A reply claim
+the database cannot make is answered anyway: while the database works, one replica answers a
+command; while it does not, the replica that took the command does, and the reply says it was
+not recorded. A read-only database is not asked at all.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.deadline import DatabaseCalls
 from bot.ports import RelayStoreLike
-from incidents.errors import IncidentStoreError
+from incidents.errors import Fault, IncidentStoreError
 from incidents.values import Job, NewJob
 from triage import SourceStatus
 
@@ -58,8 +66,10 @@ class Relay:
         owner: str | None = None,
         lease: float = 30.0,
         poll: float = 1.0,
+        calls: DatabaseCalls | None = None,
     ) -> None:
         self.owner = owner or replica_id()
+        self._calls = calls or DatabaseCalls(deadline=2.0, threads=2)
         self._store, self._served, self._replay, self._room = store, served, replay, room
         self.lease, self.poll = timedelta(seconds=lease), poll
         self.heartbeat = min(HEARTBEAT, lease / 3)
@@ -69,6 +79,10 @@ class Relay:
         self._since: dict[str, float] = {}  # key -> monotonic time this replica took it
         self._finished: list[str] = []
         self._replies: dict[str, bool] = {}
+        # Jobs whose record failed: key -> the job to record (None once answered: recorded
+        # then as a plain delivery, so that no replica replays it).
+        self._unrecorded: dict[str, NewJob | None] = {}
+        self._faults: dict[str, Fault] = {}  # key -> why a reply could not be claimed
         self._others: dict[str, str] = {}  # cluster -> a live replica serving it (not us)
         self._remote: list[SourceStatus] = []
         self._stop = threading.Event()
@@ -80,25 +94,50 @@ class Relay:
     def new_job(self, kind: str, payload: dict[str, Any]) -> NewJob:
         return NewJob(kind=kind, payload=payload, owner=self.owner, lease=self.lease)
 
-    def hold(self, key: str) -> None:
-        """This replica runs job `key` from now on (it inserted or claimed it just now)."""
+    @property
+    def read_only(self) -> bool:
+        """The database takes no writes: this replica answers alone and records nothing."""
+        return self._store.read_only is not None
+
+    def hold(self, key: str, *, unrecorded: NewJob | None = None) -> None:
+        """This replica runs job `key` from now on (it inserted or claimed it just now; or
+        its record failed, and `unrecorded` is the job to record again)."""
         with self._lock:
             now = time.monotonic()
             self._held[key] = now + self.lease.total_seconds()
             self._since[key] = now
+            if unrecorded is not None:
+                self._unrecorded[key] = unrecorded
+
+    def recorded(self, key: str) -> None:
+        """The record of job `key` landed after all (late, or on a retry)."""
+        with self._lock:
+            self._unrecorded.pop(key, None)
 
     def done(self, key: str) -> None:
         """Job `key` was answered (or needs no answer): marked done at the next tick."""
         with self._lock:
             if self._held.pop(key, None) is not None:
                 self._finished.append(key)
+            if key in self._unrecorded:
+                self._unrecorded[key] = None
             self._replies.pop(key, None)
             self._since.pop(key, None)
+            self._faults.pop(key, None)
+
+    def fault(self, key: str) -> Fault | None:
+        """Why job `key`'s answer is not recorded, if it is not (its replies say so)."""
+        with self._lock:
+            return self._faults.get(key)
 
     def gate(self, key: str) -> Callable[[], bool]:
-        """`may_reply` for job `key`: claims its reply once, then answers from memory. When
-        the database cannot say, this replica answers only while its lease surely holds (no
-        other replica can have claimed the job yet)."""
+        """`may_reply` for job `key`: claims its reply once (within the deadline), then
+        answers from memory. When the database cannot say, this replica answers."""
+
+        def claim() -> bool:
+            if self._store.read_only is not None:
+                raise self._store.read_only
+            return self._store.deliveries.claim_reply(key, owner=self.owner)
 
         def may_reply() -> bool:
             with self._lock:
@@ -106,11 +145,13 @@ class Relay:
             if known is not None:
                 return known
             try:
-                mine = self._store.deliveries.claim_reply(key, owner=self.owner)
+                mine = self._calls.within(claim)
             except IncidentStoreError as e:
+                fault = getattr(e, "fault", Fault.UNAVAILABLE)
+                mine = True
                 with self._lock:
-                    mine = time.monotonic() < self._held.get(key, 0.0)
-                log.warning("reply to %s not claimed (%s); answering: %s", key, e, mine)
+                    self._faults[key] = fault
+                log.warning("command %s answered here without a record: %s", key, e)
             with self._lock:
                 if key in self._held:
                     self._replies[key] = mine
@@ -146,7 +187,11 @@ class Relay:
 
     # -- the loop ----------------------------------------------------------------------------
     def start(self) -> Relay:
-        self._beat()
+        try:
+            if not self.read_only:
+                self._beat()
+        except IncidentStoreError as e:  # the loop tries again; the bot starts regardless
+            log.warning("relay: %s", e)
         self._thread = threading.Thread(target=self._loop, name="gpu-triage-relay", daemon=True)
         self._thread.start()
         return self
@@ -157,6 +202,9 @@ class Relay:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5 + self.poll)
+        self._calls.close()
+        if self.read_only:
+            return
         try:
             self._flush()
             self._store.replicas.leave(self.owner)
@@ -164,16 +212,27 @@ class Relay:
             log.warning("relay not closed cleanly: %s", e)
 
     def _loop(self) -> None:
+        failing = ""  # an outage is logged when it starts, changes and ends, not every tick
         while not self._stop.wait(self.poll):
             try:
                 self.tick()
             except IncidentStoreError as e:
-                log.warning("relay: %s", e)
+                if str(e) != failing:
+                    log.warning("relay: %s", e)
+                failing = str(e)
+                continue
             except Exception:
                 log.exception("relay tick failed")
+            if failing:
+                log.warning("relay: the incident database answers again")
+                failing = ""
 
     def tick(self) -> None:
-        """One round: heartbeat, renew leases, mark answered jobs done, claim free jobs."""
+        """One round: record what failed to be, heartbeat, renew leases, mark answered jobs
+        done, claim free jobs. A read-only database is left alone."""
+        if self.read_only:
+            return
+        self._record_again()
         now = time.monotonic()
         if now - self._last_beat >= self.heartbeat:
             self._beat()
@@ -206,6 +265,18 @@ class Relay:
         with self._lock:
             self._others, self._remote = others, sorted(remote.values(), key=lambda s: s.name)
 
+    def _record_again(self) -> None:
+        """Retry the records that failed: a running job as a job (held by this replica), an
+        answered one as a plain delivery. The first failure ends the round."""
+        with self._lock:
+            pending = list(self._unrecorded.items())
+        for key, job in pending:
+            self._store.deliveries.first_time(key, job)
+            with self._lock:
+                if key in self._unrecorded and self._unrecorded[key] is job:
+                    del self._unrecorded[key]
+            log.info("delivery %s recorded on a retry", key)
+
     def _renew(self) -> None:
         self._last_renew = time.monotonic()
         with self._lock:
@@ -218,7 +289,7 @@ class Relay:
             log.warning("job %s held for %s without an answer: given up", key, MAX_AGE)
             self.done(key)
         with self._lock:
-            keys = list(self._held)
+            keys = [k for k in self._held if k not in self._unrecorded]
         if not keys:
             return
         held = self._store.deliveries.renew(keys, owner=self.owner, lease=self.lease)

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.mrkdwn import code, escape, plain, truncate
-from triage import Layer, OwnerRoute, Status, TriageReport
+from triage import (
+    Layer,
+    OwnerRoute,
+    Status,
+    TriageReport,
+    validate_cluster,
+    validate_name,
+    validate_namespace,
+)
 from triage.model import Answer
 
 MAX_BLOCKS = 50
@@ -57,15 +65,35 @@ class ButtonRef:
 
     @classmethod
     def from_value(cls, value: str) -> ButtonRef:
-        raw = json.loads(value)
-        if not isinstance(raw, dict) or not isinstance(raw.get("n"), str):
+        """The reference a button carries; ValueError for anything malformed (a value is
+        whatever a payload says: its names are checked like typed ones)."""
+        try:
+            raw = json.loads(value)
+        except RecursionError:
+            raise ValueError("malformed button value") from None
+        if not isinstance(raw, dict):
             raise ValueError("malformed button value")
-        return cls(
-            cluster=raw.get("c"),
-            namespace=raw["n"],
-            name=str(raw.get("p", "")),
-            incident_id=None if raw.get("i") is None else str(raw["i"]),
+        cluster, namespace, name, incident = (
+            raw.get("c"),
+            raw.get("n"),
+            raw.get("p", ""),
+            raw.get("i"),
         )
+        if not (
+            isinstance(namespace, str)
+            and isinstance(name, str)
+            and (cluster is None or isinstance(cluster, str))
+            and (
+                incident is None
+                or (isinstance(incident, str | int) and not isinstance(incident, bool))
+            )
+        ):
+            raise ValueError("malformed button value")
+        validate_namespace(namespace)  # InvalidNameError is a ValueError
+        validate_name(name)
+        if cluster is not None:
+            validate_cluster(cluster)
+        return cls(cluster, namespace, name, None if incident is None else str(incident))
 
 
 def section(text: str) -> Block:
@@ -175,11 +203,35 @@ def report_blocks(
         blocks.append(section("*Verify*\n" + bullet_list(report.verification, shown=5)))
 
     layers = " · ".join(f"{_STATUS_ICON[f.status]} {f.layer.value}" for f in report.findings)
-    note = f" · {escape(report.data_age_note)}" if report.data_age_note else ""
+    age = report.data_age_note
+    if age and not include_detail:  # the lost watch's error may name the API server
+        age = age.split(" (", 1)[0] if ": lost the watch on " in age else age
+    note = f" · {escape(age)}" if age else ""
     blocks.append(context(layers + note))
     if buttons:
         blocks.append(action_buttons(ref, escalate=layer is not None))
     return blocks[:MAX_BLOCKS]
+
+
+NOT_RECORDED = "gpu_not_recorded"  # block id of the one "not recorded" note a message carries
+
+
+def with_note(message: dict[str, Any], note: str | None) -> dict[str, Any]:
+    """`message` (chat.postMessage or response_url arguments) with a "not recorded" note,
+    once: as a context block when it has blocks, else as a last line of its text."""
+    if not note:
+        return message
+    blocks = message.get("blocks")
+    if blocks is None:
+        return {**message, "text": f"{message.get('text') or ''}\n{note}".strip()}
+    if any(b.get("block_id") == NOT_RECORDED for b in blocks):
+        return message
+    return {**message, "blocks": [*blocks[: MAX_BLOCKS - 1], note_block(note)]}
+
+
+def note_block(text: str) -> Block:
+    """The "not recorded" note as a context block (already worded and escaped)."""
+    return {**context(text), "block_id": NOT_RECORDED}
 
 
 def with_summary(blocks: list[Block], text: str | None) -> list[Block]:
@@ -210,12 +262,6 @@ def _button(label: str, action_id: str, value: str, *, style: str | None = None)
     if style:
         button["style"] = style
     return button
-
-
-def without_buttons(blocks: list[Block], *, note: str) -> list[Block]:
-    """The same message after Resolve: buttons replaced by a one-line note (already escaped)."""
-    kept = [b for b in blocks if b.get("type") != "actions"]
-    return [*kept, context(note)][:MAX_BLOCKS]
 
 
 def escalation_blocks(report: TriageReport, *, summary: str) -> list[Block]:

@@ -8,21 +8,26 @@ HTTP threads, a listen backlog of 1024 and a cap on open connections. HTTP threa
 parse and ack; the triage work itself is on the app's bounded pool. In Socket Mode the same
 router still serves the probes and metrics on PORT; Slack traffic arrives over the WebSocket
 instead of `/slack/events`.
+
+The Slack path does not go through bolt's WSGI adapter: that adapter parses a body before
+bolt checks its signature. `bot.intake` checks size, timestamp and signature on the raw bytes
+first, parses once and checks the request's shape; bolt then dispatches the parsed body.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_bolt import BoltRequest
+from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from waitress import wasyncore
 from waitress.server import create_server
 
 from bot.app import TriageApp
+from bot.intake import Answer
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -30,7 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SLACK_PATH = "/slack/events"
-_TIMESTAMP = re.compile(r"[0-9]{1,15}")  # Unix seconds, ASCII digits only (not "¹²³")
 
 
 class Router:
@@ -49,7 +53,7 @@ class Router:
         self.metrics = metrics
         self.not_ready = not_ready
         self.notice = notice  # what an operator should know, in /readyz's body
-        self.slack = SlackRequestHandler(app, path=SLACK_PATH) if slack else None
+        self.slack = slack
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -60,20 +64,37 @@ class Router:
             why = "shutting down" if self.app.pool.closed else self.not_ready()
             if why:
                 return _plain(start_response, "503 Service Unavailable", f"{why}\n".encode())
-            ready = f"ready; {self.notice}\n" if self.notice else "ready\n"
+            # Degraded is still ready: commands are answered, only not recorded (a read-only
+            # database, or a SQLite file deleted under the bot).
+            degraded = self.app.handlers.store.condition()
+            notes = [n for n in (self.notice, degraded and f"degraded: {degraded}") if n]
+            ready = "; ".join(["ready", *notes]) + "\n"
             return _plain(start_response, "200 OK", ready.encode())
         if path == "/metrics" and method == "GET":
             body, content_type = self.metrics()
             start_response("200 OK", [("Content-Type", content_type)])
             return [body]
-        if self.slack is not None and path == SLACK_PATH:
-            stamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP")
-            if stamp is not None and not _TIMESTAMP.fullmatch(stamp):
-                # bolt's signature check would call int() on it and answer 500
-                log.info("refused a Slack request with timestamp %r", stamp[:40])
-                return _plain(start_response, "401 Unauthorized", b"invalid request\n")
-            return self.slack(environ, start_response)
+        if self.slack and path == SLACK_PATH:
+            return self._slack(environ, start_response)
         return _plain(start_response, "404 Not Found", b"not found\n")
+
+    def _slack(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        checked = self.app.intake.check(environ)
+        if isinstance(checked, Answer):
+            start_response(checked.status, [("Content-Type", checked.content_type)])
+            return [checked.body]
+        # Verified and parsed already: bolt gets the body as a dict, the way Socket Mode hands
+        # it over (bolt skips its own signature check for those, which needs the raw text).
+        request = BoltRequest(
+            body=checked.body,
+            query=environ.get("QUERY_STRING", ""),
+            headers=checked.headers,
+            mode="socket_mode",
+        )
+        response = self.app.dispatch(request)
+        out = WsgiHttpResponse(status=response.status, headers=response.headers, body=response.body)
+        start_response(out.status, out.get_headers())
+        return out.get_body()
 
 
 def _plain(start_response: StartResponse, status: str, body: bytes) -> list[bytes]:
@@ -109,6 +130,8 @@ class Server:
             backlog=1024,
             connection_limit=connection_limit,
             channel_timeout=60,  # Slack sends small bodies; a stalled client goes
+            # Larger bodies are refused (413) from their Content-Length, before being read.
+            max_request_body_size=app.intake.max_body + 1,
             ident="gpu-triage",
             clear_untrusted_proxy_headers=True,
         )

@@ -9,6 +9,8 @@ Nothing here knows about the bot.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
 import json
 import threading
@@ -20,8 +22,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
-
-from slack_sdk.signature import SignatureVerifier
 
 BOT_USER = "UBOT"
 
@@ -167,6 +167,12 @@ SECRET = "test-signing-secret"
 _ids = itertools.count(1)
 
 
+def sign(secret: str, *, timestamp: str, body: bytes) -> str:
+    """Slack's request signature (v0) over the raw bytes, as Slack computes it."""
+    base = b"v0:" + timestamp.encode() + b":" + body
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
 @dataclass
 class Reply:
     status: int
@@ -187,7 +193,7 @@ class SlackSender:
 
     def post(
         self,
-        body: str,
+        body: str | bytes,
         *,
         content_type: str,
         timestamp: int | None = None,
@@ -195,12 +201,11 @@ class SlackSender:
         headers: dict[str, str] | None = None,
     ) -> Reply:
         ts = str(int(time.time()) if timestamp is None else timestamp)
-        sig = signature or str(
-            SignatureVerifier(self.secret).generate_signature(timestamp=ts, body=body)
-        )
+        data = body.encode() if isinstance(body, str) else body
+        sig = signature or sign(self.secret, timestamp=ts, body=data)
         req = urllib.request.Request(
             self.url,
-            data=body.encode(),
+            data=data,
             method="POST",
             headers={
                 "Content-Type": content_type,
@@ -252,6 +257,21 @@ class SlackSender:
         thread_ts: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
+        body = self.mention_body(
+            text, user=user, channel=channel, event_id=event_id, thread_ts=thread_ts
+        )
+        return self.post(json.dumps(body), content_type="application/json", headers=headers)
+
+    def mention_body(
+        self,
+        text: str,
+        *,
+        user: str = "UOPS",
+        channel: str = "COPS",
+        event_id: str | None = None,
+        thread_ts: str | None = None,
+    ) -> dict[str, Any]:
+        """An `app_mention` event callback as Slack sends it."""
         n = next(_ids)
         event: dict[str, Any] = {
             "type": "app_mention",
@@ -263,19 +283,16 @@ class SlackSender:
         }
         if thread_ts:
             event["thread_ts"] = thread_ts
-        body = json.dumps(
-            {
-                "token": "legacy",
-                "team_id": "T1",
-                "api_app_id": "A1",
-                "type": "event_callback",
-                "event_id": event_id or f"Ev{n}",
-                "event_time": int(time.time()),
-                "event": event,
-                "authorizations": [{"team_id": "T1", "user_id": "UBOT", "is_bot": True}],
-            }
-        )
-        return self.post(body, content_type="application/json", headers=headers)
+        return {
+            "token": "legacy",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{n}",
+            "event_time": int(time.time()),
+            "event": event,
+            "authorizations": [{"team_id": "T1", "user_id": "UBOT", "is_bot": True}],
+        }
 
     def click(
         self,
@@ -287,9 +304,31 @@ class SlackSender:
         message: dict[str, Any] | None = None,
         ephemeral: bool = False,
     ) -> Reply:
+        return self.interaction(
+            self.click_payload(
+                action_id=action_id,
+                value=value,
+                user=user,
+                channel=channel,
+                message=message,
+                ephemeral=ephemeral,
+            )
+        )
+
+    def click_payload(
+        self,
+        *,
+        action_id: str,
+        value: str,
+        user: str = "UOPS",
+        channel: str = "COPS",
+        message: dict[str, Any] | None = None,
+        ephemeral: bool = False,
+    ) -> dict[str, Any]:
+        """A `block_actions` payload as Slack sends it for a button press."""
         n = next(_ids)
         message = message or {"ts": "1700000000.000001", "blocks": []}
-        payload = {
+        return {
             "type": "block_actions",
             "team": {"id": "T1"},
             "user": {"id": user, "name": user.lower()},
@@ -315,5 +354,8 @@ class SlackSender:
                 }
             ],
         }
+
+    def interaction(self, payload: Any) -> Reply:
+        """Post an interactive payload (any JSON value) as Slack's `payload=` form."""
         body = urlencode({"payload": json.dumps(payload)})
         return self.post(body, content_type="application/x-www-form-urlencoded")

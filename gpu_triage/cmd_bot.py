@@ -64,6 +64,9 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here: slack-bolt, SQLAlchemy and the app modules cost ~0.6 s that every other
     # `gpu-triage` command would otherwise pay at startup.
+    from slack_bolt.error import BoltError
+    from slack_sdk.errors import SlackApiError, SlackClientError
+
     from bot.app import create_app
     from bot.messages import NO_POLICY_NOTICE
     from bot.policy import PolicyError, load_policy
@@ -102,6 +105,13 @@ def run(args: argparse.Namespace) -> int:
         "off",
     )
     store = IncidentStore.open(settings.database_url, auto_migrate=auto)
+    read_only = store.check_writable()
+    if read_only is not None:
+        # Degraded, not refused: commands are answered (and say they were not recorded), the
+        # incident history can be read, /readyz says so.
+        log.warning("%s: running degraded, nothing is recorded", read_only)
+        print(f"gpu-triage bot: warning: {read_only}: running degraded, nothing is recorded",
+              file=sys.stderr, flush=True)  # fmt: skip
     clusters = _sources(settings, args)
     metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
@@ -115,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     assistant = _assistant(clusters.source_for, service)
     try:
         app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
-    except Exception as e:  # bolt raises BoltError / SlackApiError / URLError for auth.test
+    except (BoltError, SlackApiError, SlackClientError, OSError) as e:  # auth.test at start
         raise UserError(
             f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
         ) from None

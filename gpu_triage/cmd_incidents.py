@@ -15,6 +15,7 @@ from gpu_triage.output import add_output_arg, structured
 from incidents.errors import IncidentNotFoundError
 from incidents.values import Incident, IncidentStatus, Stats, TriageRun
 from triage.model import LAYER_ORDER, Layer
+from triage.render import one_line
 
 if TYPE_CHECKING:
     from incidents.store import IncidentStore
@@ -249,7 +250,7 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
             ]
         )
     lines.append(_table(rows, right={0, 3}, indent="  "))
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in "\n".join(lines).split("\n"))
 
 
 def _stats_text(s: Stats) -> str:
@@ -275,6 +276,7 @@ def _stats_text(s: Stats) -> str:
 
 
 def _table(rows: list[list[str]], *, right: set[int], indent: str = "") -> str:
+    rows = [[one_line(cell) for cell in row] for row in rows]  # headlines quote cluster text
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     out = []
     for r in rows:

@@ -57,6 +57,7 @@ class Outcome:
     store_error: str | None
     duration_ms: float
     auto_resolved: list[int] = field(default_factory=list)
+    store_fault: str | None = None  # the kind of fault (`incidents.errors.Fault`), tenant-safe
 
 
 class TriageService:
@@ -108,10 +109,14 @@ class TriageService:
             )
         except IncidentStoreError as e:
             log.error("triage of %s/%s not recorded: %s", namespace, name, e)
-            return Outcome(report, None, False, str(e), duration_ms)
+            fault = getattr(e, "fault", "unavailable")
+            return Outcome(report, None, False, str(e), duration_ms, store_fault=str(fault))
         except Exception as e:  # a store bug must not swallow the user's answer either
             log.exception("triage of %s/%s not recorded", namespace, name)
-            return Outcome(report, None, False, f"internal error: {type(e).__name__}", duration_ms)
+            return Outcome(
+                report, None, False, f"internal error: {type(e).__name__}", duration_ms,
+                store_fault="unavailable",
+            )  # fmt: skip
         return Outcome(
             report, result.incident, result.created, None, duration_ms, result.auto_resolved
         )

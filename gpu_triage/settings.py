@@ -63,6 +63,21 @@ class Settings(BaseSettings):
         default=30.0, ge=1.0, le=600.0, validation_alias="GPU_TRIAGE_JOB_LEASE"
     )
     job_poll: float = Field(default=1.0, gt=0.0, le=60.0, validation_alias="GPU_TRIAGE_JOB_POLL")
+    # Requests to /slack/events larger than this are refused (413) before they are read.
+    # Slack's are a few KB.
+    max_body_bytes: int = Field(
+        default=256 * 1024, ge=4096, le=16 * 1024 * 1024, validation_alias="GPU_TRIAGE_MAX_BODY"
+    )
+    # How long an ack waits for its delivery to be recorded (and a first reply for its claim)
+    # before it goes on without: the database must never hold up Slack's 3 seconds.
+    delivery_deadline: float = Field(
+        default=1.0, gt=0.0, le=2.5, validation_alias="GPU_TRIAGE_DELIVERY_DEADLINE"
+    )
+    # Where replies may be posted by response URL (comma-separated prefixes): Slack's own.
+    # A request naming any other URL is refused, so nobody can make the bot post elsewhere.
+    response_urls: str = Field(
+        default="https://hooks.slack.com/", validation_alias="SLACK_RESPONSE_URL_PREFIXES"
+    )
 
     @field_validator("slack_signing_secret", "slack_bot_token")
     @classmethod
@@ -86,6 +101,21 @@ class Settings(BaseSettings):
         if not value.get_secret_value().startswith("xapp-"):
             raise ValueError("must be an app-level token starting with xapp-")
         return value
+
+    @field_validator("response_urls")
+    @classmethod
+    def _url_prefixes(cls, value: str) -> str:
+        prefixes = [p.strip() for p in value.split(",") if p.strip()]
+        if not prefixes:
+            raise ValueError("names no URL prefix")
+        bad = [p for p in prefixes if not p.startswith(("https://", "http://")) or p.count("/") < 3]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a URL prefix such as https://hooks.slack.com/")
+        return value
+
+    @property
+    def response_url_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in self.response_urls.split(",") if p.strip())
 
     @property
     def socket_mode(self) -> bool:

@@ -8,18 +8,19 @@ turned into one `StoreUnavailableError` line that names the database without its
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, exc, make_url
+from sqlalchemy import Engine, create_engine, exc, make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
-from incidents.errors import StoreUnavailableError
+from incidents.errors import Fault, StoreUnavailableError
+from incidents.sqlite import file_gone, prepare_sqlite
+from incidents.timeouts import Timeouts, timeouts_from_env, watch
 
 DEFAULT_DATA_DIR = "data"
 SQLITE_FILE = "incidents.sqlite"
@@ -52,31 +53,40 @@ def display_name(url: str | URL) -> str:
     return parsed.render_as_string(hide_password=True)
 
 
-def create_store_engine(url: str) -> Engine:
-    """An engine with the options the store relies on (timeouts, pre-ping, SQLite locking)."""
+def create_store_engine(url: str, *, timeouts: Timeouts | None = None) -> Engine:
+    """An engine with the options the store relies on: lock and statement timeouts (default:
+    `GPU_TRIAGE_DB_LOCK_TIMEOUT` / `GPU_TRIAGE_DB_STATEMENT_TIMEOUT`), connections cut when the
+    server stays silent past them, liveness checks, SQLite's locking and file watch."""
     try:
         parsed = make_url(url)
     except exc.ArgumentError as e:
         raise StoreUnavailableError(
-            f"incident database URL {display_name(url)!r} is invalid"
+            f"incident database URL {display_name(url)!r} is invalid", fault=Fault.MISCONFIGURED
         ) from e
+    timeouts = timeouts or timeouts_from_env()
     connect_args: dict[str, Any] = {}
-    options: dict[str, Any] = {}
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         _ensure_sqlite_dir(parsed)
         if "timeout" not in parsed.query:
-            connect_args["timeout"] = 15
-    elif backend == "postgresql":
-        options["pool_pre_ping"] = True
-        if parsed.get_driver_name() == "psycopg" and "connect_timeout" not in parsed.query:
-            connect_args["connect_timeout"] = 5
+            connect_args["timeout"] = timeouts.lock
+    elif backend == "postgresql" and parsed.get_driver_name() == "psycopg":
+        if "connect_timeout" not in parsed.query:
+            connect_args["connect_timeout"] = max(1, round(timeouts.lock))
+        # The URL's own `options` (e.g. a search_path) are kept; ours are added.
+        given = parsed.query.get("options", "")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        connect_args["options"] = f"{given} {timeouts.postgres_options()}".strip()
     try:
-        return create_engine(parsed, connect_args=connect_args, **options)
+        engine = create_engine(parsed, connect_args=connect_args)
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as e:
         raise StoreUnavailableError(
-            f"incident database {display_name(parsed)} cannot be used: {_first_line(e)}"
+            f"incident database {display_name(parsed)} cannot be used: {_first_line(e)}",
+            fault=Fault.MISCONFIGURED,
         ) from e
+    prepare_sqlite(engine, timeouts)
+    watch(engine, seconds=timeouts.cut_after, ping=backend == "postgresql")
+    return engine
 
 
 def _ensure_sqlite_dir(url: URL) -> None:
@@ -89,79 +99,68 @@ def _ensure_sqlite_dir(url: URL) -> None:
     except OSError as e:
         raise StoreUnavailableError(
             f"incident database {display_name(url)} is unavailable: "
-            f"cannot create directory {parent}: {e.strerror or e}"
+            f"cannot create directory {parent}: {e.strerror or e}",
+            fault=Fault.READ_ONLY if isinstance(e, PermissionError) else Fault.UNAVAILABLE,
         ) from e
 
 
-def prepare_sqlite(engine: Engine) -> None:
-    """SQLite: enforce foreign keys; writers take the write lock at BEGIN (`BEGIN IMMEDIATE`).
-
-    pysqlite otherwise begins lazily and upgrades a read lock to a write lock mid-transaction,
-    which makes two concurrent writers fail with "database is locked" instead of waiting.
-    Writers of one process also queue on a lock of their own first: SQLite's busy handler
-    waits in sleeps of up to 100 ms, which under a burst of Slack deliveries (each one a write)
-    turned 20 concurrent acks into a second.
-    """
-    if engine.dialect.name != "sqlite" or event.contains(engine, "connect", _sqlite_connect):
-        return
-    event.listen(engine, "connect", _sqlite_connect)
-    event.listen(engine, "begin", _sqlite_begin)
-    event.listen(engine, "commit", _sqlite_end)
-    event.listen(engine, "rollback", _sqlite_end)
-
-
-def _sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
-    dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA foreign_keys=ON")
-        # Write-ahead log: readers never wait for the writer, and a commit appends to the log
-        # instead of syncing the database file (NORMAL is durable across crashes of the process;
-        # a power loss may lose the last commits). The bot writes on every Slack delivery.
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cursor.close()
-
-
-WRITE_OPTION = "gpu_triage_write"
-
-
-_WRITERS: dict[str, threading.Lock] = {}  # per database file: this process's writers queue
-_WRITERS_LOCK = threading.Lock()
-_HOLDS = "gpu_triage_holds_write_lock"
-
-
-def _sqlite_begin(conn: Any) -> None:
-    # Writers (marked with WRITE_OPTION) queue on the lock; readers stay plain deferred BEGIN.
-    write = bool(conn.get_execution_options().get(WRITE_OPTION))
-    if write:
-        with _WRITERS_LOCK:
-            lock = _WRITERS.setdefault(str(conn.engine.url.database), threading.Lock())
-        lock.acquire()
-        conn.info[_HOLDS] = lock
-    try:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-    except BaseException:
-        _sqlite_end(conn)
-        raise
-
-
-def _sqlite_end(conn: Any) -> None:
-    lock = conn.info.pop(_HOLDS, None)
-    if lock is not None:
-        lock.release()
-
-
 def unavailable(error: BaseException, *, url: URL) -> StoreUnavailableError:
-    """Translate a driver/pool error into the one-line error users see."""
+    """Translate a driver/pool error into the one-line error users see, with its fault."""
     name = display_name(url)
-    orig = getattr(error, "orig", None)
-    if getattr(orig, "sqlstate", None) == _UNDEFINED_TABLE or "no such table" in str(orig):
+    fault = fault_of(error)
+    if fault is Fault.NOT_INITIALISED:
         return StoreUnavailableError(
-            f"incident database {name} is not initialised: run `gpu-triage db upgrade`"
+            f"incident database {name} is not initialised: run `gpu-triage db upgrade`",
+            fault=fault,
         )
-    return StoreUnavailableError(f"incident database {name} is unavailable: {_first_line(error)}")
+    gone = file_gone(url.database) if url.get_backend_name() == "sqlite" else None
+    if gone is not None:
+        return StoreUnavailableError(
+            f"incident database file {gone} is gone (deleted or moved while in use): nothing "
+            "is recorded until it is restored, or the bot restarts with a new one",
+            fault=Fault.GONE,
+        )
+    what = "is read-only" if fault is Fault.READ_ONLY else "is unavailable"
+    return StoreUnavailableError(
+        f"incident database {name} {what}: {_first_line(error)}", fault=fault
+    )
+
+
+# PostgreSQL SQLSTATEs: read_only_sql_transaction, insufficient_privilege, lock_not_available,
+# query_canceled (statement_timeout), undefined_table.
+_SQLSTATE = {
+    "25006": Fault.READ_ONLY,
+    "42501": Fault.READ_ONLY,
+    "55P03": Fault.LOCKED,
+    "57014": Fault.TIMEOUT,
+    _UNDEFINED_TABLE: Fault.NOT_INITIALISED,
+}
+_SQLITE = [  # (what the message says, the fault): SQLite's errors carry no code in Python 3.11
+    ("no such table", Fault.NOT_INITIALISED),
+    ("readonly database", Fault.READ_ONLY),
+    ("database is locked", Fault.LOCKED),
+    ("interrupted", Fault.TIMEOUT),
+    ("unable to open", Fault.UNREACHABLE),
+]
+
+
+def fault_of(error: BaseException) -> Fault:
+    """What kind of fault a driver or pool error is."""
+    if isinstance(error, exc.TimeoutError):  # no pooled connection came free in time
+        return Fault.TIMEOUT
+    orig = getattr(error, "orig", None)
+    state = getattr(orig, "sqlstate", None)
+    if state in _SQLSTATE:
+        return _SQLSTATE[state]
+    text = str(orig if orig is not None else error).lower()
+    for words, fault in _SQLITE:
+        if words in text:
+            return fault
+    if "timeout expired" in text or "closed the connection" in text or "consuming input" in text:
+        return Fault.TIMEOUT  # the server stayed silent (or the watchdog cut it)
+    if isinstance(error, exc.OperationalError) and state is None:
+        return Fault.UNREACHABLE
+    return Fault.UNAVAILABLE
 
 
 def _first_line(error: BaseException) -> str:

@@ -164,17 +164,23 @@ class DeliveryLog:
             )
 
     def claim_reply(self, key: str, *, owner: str) -> bool:
-        """True when `owner` is (now) the one replica that answers job `key`."""
+        """True when `owner` is (now) the one replica that answers job `key`. A key whose
+        delivery was never recorded (the database failed before the ack) is recorded here,
+        replied by `owner`: a Slack retry reaching another replica is then dropped there."""
         with self._guard(), self._write.begin() as session:
-            done = session.execute(
-                update(DeliveryRow)
-                .where(
-                    DeliveryRow.key == key,
-                    or_(DeliveryRow.replied_by.is_(None), DeliveryRow.replied_by == owner),
-                )
-                .values(replied_by=owner)
+            dialect = session.get_bind().dialect.name
+            insert = pg_insert if dialect == "postgresql" else sqlite_insert
+            stmt = insert(DeliveryRow).values(
+                key=key[:200], received_at=self._clock(), replied_by=owner, owner=owner
             )
-            return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+            mine = session.scalars(
+                stmt.on_conflict_do_update(
+                    index_elements=["key"],
+                    set_={"replied_by": owner},
+                    where=or_(DeliveryRow.replied_by.is_(None), DeliveryRow.replied_by == owner),
+                ).returning(DeliveryRow.key)
+            ).first()
+            return mine is not None
 
     def claim(
         self,

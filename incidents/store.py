@@ -1,11 +1,6 @@
 """The repository: the only place that reads or writes incidents. No SQL lives anywhere else.
 
-`record()` turns each triage into durable history:
-- blocked, same cause as the workload's open incident → the run is appended to it;
-- blocked, different cause → the old incident is resolved as *superseded* and a new one opens
-  (so "open now" always shows each workload's current cause, once);
-- not blocked → open incidents for the workload are resolved automatically, the run appended;
-  with nothing open the run is kept on its own.
+`record()` turns each triage into durable history by the rules in `incidents.rules`.
 A partial unique index allows one unresolved incident per workload; a concurrent writer that
 loses the race gets an IntegrityError and retries, finding the winner's incident.
 """
@@ -18,24 +13,31 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, exc, func, select
+from sqlalchemy import Connection, Engine, delete, exc, false, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from incidents import migrate
 from incidents.database import (
-    WRITE_OPTION,
     auto_migrate_from_env,
     create_store_engine,
-    prepare_sqlite,
+    display_name,
     resolve_url,
     unavailable,
 )
 from incidents.deliveries import DeliveryLog
-from incidents.errors import IncidentNotFoundError, InvalidTransitionError
+from incidents.errors import (
+    Fault,
+    IncidentNotFoundError,
+    InvalidTransitionError,
+    StoreUnavailableError,
+)
 from incidents.groups import GroupBook
-from incidents.models import IncidentRow, TriageRunRow
+from incidents.models import IncidentRow, ReplicaRow, TriageRunRow
 from incidents.replicas import ReplicaBook
+from incidents.rules import incident_of, record_run, resolve
+from incidents.sqlite import WRITE_OPTION, file_gone, prepare_sqlite
 from incidents.summary import per_layer, summarise
+from incidents.timeouts import exempt
 from incidents.values import (
     Incident,
     IncidentStatus,
@@ -44,11 +46,12 @@ from incidents.values import (
     Stats,
     TriageRun,
 )
-from triage.model import Answer, Layer, TriageReport
+from triage.model import Layer, TriageReport
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+MAX_ID = 2**63 - 1  # ids are 64-bit integers: a larger one names no incident (and overflows)
 _RECORD_ATTEMPTS = 5
 _ALLOWED = {
     IncidentStatus.OPEN: {IncidentStatus.ACKNOWLEDGED, IncidentStatus.RESOLVED},
@@ -73,6 +76,9 @@ class IncidentStore:
             engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
         )
         self._deliveries = DeliveryLog(write=self._write, guard=self._guard, clock=self._clock)
+        # Set by `check_writable()`: the database takes no writes (a read-only file, directory,
+        # replica or grant). Reads still work; the bot then runs degraded and says so.
+        self.read_only: StoreUnavailableError | None = None
 
     @classmethod
     def from_url(cls, url: str | None = None) -> IncidentStore:
@@ -131,15 +137,43 @@ class IncidentStore:
         except (exc.DBAPIError, exc.TimeoutError) as e:
             raise unavailable(e, url=self._engine.url) from e
 
+    def check_writable(self) -> StoreUnavailableError | None:
+        """Probe whether the database takes writes (a write that changes nothing): None when
+        it does, else the read-only error, also kept in `read_only`. Other faults raise."""
+        try:
+            with self._guard(), self._write.begin() as session:
+                session.execute(delete(ReplicaRow).where(false()))
+        except StoreUnavailableError as e:
+            if e.fault is not Fault.READ_ONLY:
+                raise
+            self.read_only = e
+            return e
+        self.read_only = None
+        return None
+
+    def condition(self) -> str | None:
+        """What an operator should know about the database right now, in one line (None:
+        nothing): that it is read-only, or that its file is gone. No query is made."""
+        url = self._engine.url
+        gone = file_gone(url.database) if url.get_backend_name() == "sqlite" else None
+        if gone is not None:
+            return f"incident database file {gone} is gone: nothing is recorded"
+        if self.read_only is not None:
+            return f"incident database {display_name(url)} is read-only: nothing is recorded"
+        return None
+
     # -- schema ---------------------------------------------------------------------------
 
     def upgrade(self, *, revision: str = "head") -> None:
-        """Bring the schema to `revision` (alembic upgrade head)."""
+        """Bring the schema to `revision` (alembic upgrade head). Migrations run without the
+        statement timeout: DDL on a large table may take minutes."""
         with self._guard(), self._engine.begin() as conn:
+            _no_statement_timeout(conn)
             migrate.upgrade(conn, revision=revision)
 
     def downgrade(self, *, revision: str) -> None:
         with self._guard(), self._engine.begin() as conn:
+            _no_statement_timeout(conn)
             migrate.downgrade(conn, revision=revision)
 
     def current_revision(self) -> str | None:
@@ -163,9 +197,10 @@ class IncidentStore:
             for attempt in range(1, _RECORD_ATTEMPTS + 1):
                 try:
                     with self._write.begin() as session:
-                        return self._record(
+                        return record_run(
                             session,
                             report,
+                            now=self._clock(),
                             requested_by=requested_by,
                             duration_ms=duration_ms,
                             channel=channel,
@@ -177,95 +212,6 @@ class IncidentStore:
                         raise
                     log.info("incident for %s raced with another writer; retrying", report.pod)
         raise AssertionError("unreachable")
-
-    def _record(
-        self,
-        session: Session,
-        report: TriageReport,
-        *,
-        requested_by: str | None,
-        duration_ms: float,
-        channel: str | None,
-        source: str,
-    ) -> RecordResult:
-        now = self._clock()
-        ref = report.pod
-        active = session.scalars(
-            select(IncidentRow)
-            .where(
-                IncidentRow.cluster == report.cluster,
-                IncidentRow.namespace == ref.namespace,
-                IncidentRow.kind == ref.kind,
-                IncidentRow.name == ref.name,
-                IncidentRow.status != IncidentStatus.RESOLVED.value,
-            )
-            .order_by(IncidentRow.id)
-            .with_for_update()
-        ).all()
-        fingerprint = report.fingerprint
-        resolved: builtins.list[int] = []
-        target: IncidentRow | None = None
-        created = False
-        unknown = report.answer == Answer.UNKNOWN
-        for row in active:
-            if unknown:  # a run that could not judge the cause neither opens nor resolves
-                target = target or row
-                continue
-            if report.blocked and row.fingerprint == fingerprint and target is None:
-                target = row
-                continue
-            why = Resolution.SUPERSEDED if report.blocked else Resolution.AUTO
-            _resolve(row, at=now, by=requested_by, resolution=why)
-            resolved.append(row.id)
-            if not report.blocked:
-                target = row  # the run that found the workload running belongs to it
-        session.flush()  # resolutions first: the unique index then admits a new incident
-        if report.blocked and target is None and not unknown:
-            target = IncidentRow(
-                cluster=report.cluster,
-                namespace=ref.namespace,
-                kind=ref.kind,
-                name=ref.name,
-                fingerprint=fingerprint,
-                status=IncidentStatus.OPEN.value,
-                opened_at=now,
-                requested_by=requested_by,
-                channel=channel,
-                run_count=0,
-            )
-            session.add(target)
-            created = True
-        if target is not None:
-            target.run_count += 1
-            target.updated_at = now
-            if target.status != IncidentStatus.RESOLVED.value or created:
-                _refresh(target, report)
-        run = TriageRunRow(
-            cluster=report.cluster,
-            namespace=ref.namespace,
-            kind=ref.kind,
-            name=ref.name,
-            pod=ref.pod,
-            failing_layer=_layer_value(report.failing_layer),
-            fingerprint=fingerprint,
-            headline=report.headline,
-            report=report.model_dump(mode="json"),
-            duration_ms=duration_ms,
-            created_at=now,
-            requested_by=requested_by,
-            channel=channel,
-            source=source,
-        )
-        session.flush()
-        run.incident_id = target.id if target is not None else None
-        session.add(run)
-        session.flush()
-        return RecordResult(
-            incident=_incident(target) if target is not None else None,
-            created=created,
-            auto_resolved=resolved,
-            run_id=run.id,
-        )
 
     def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None:
         """Remember the Slack thread that follows this incident (the latest one wins)."""
@@ -280,7 +226,7 @@ class IncidentStore:
             row = self._row(session, incident_id, lock=True)
             current = IncidentStatus(row.status)
             if status is current:
-                return _incident(row)
+                return incident_of(row)
             if status not in _ALLOWED[current]:
                 raise InvalidTransitionError(
                     f"incident {incident_id} is {current.value}; it cannot become {status.value}"
@@ -289,17 +235,19 @@ class IncidentStore:
             if status is IncidentStatus.ACKNOWLEDGED:
                 row.status, row.acknowledged_at, row.acknowledged_by = status.value, now, by
             else:
-                _resolve(row, at=now, by=by, resolution=Resolution.MANUAL)
+                resolve(row, at=now, by=by, resolution=Resolution.MANUAL)
             row.updated_at = now
             session.flush()
-            return _incident(row)
+            return incident_of(row)
 
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, incident_id: int) -> Incident | None:
+        if not 0 < incident_id <= MAX_ID:
+            return None
         with self._guard(), self._read() as session:
             row = session.get(IncidentRow, incident_id)
-            return _incident(row) if row is not None else None
+            return incident_of(row) if row is not None else None
 
     def open_incident_for(self, *, cluster: str, namespace: str, name: str) -> Incident | None:
         """The workload's unresolved incident (the most recently updated, whatever its kind)."""
@@ -315,10 +263,12 @@ class IncidentStore:
                 .order_by(IncidentRow.updated_at.desc(), IncidentRow.id.desc())
                 .limit(1)
             ).first()
-            return _incident(row) if row is not None else None
+            return incident_of(row) if row is not None else None
 
     def runs(self, incident_id: int) -> builtins.list[TriageRun]:
         """The incident's runs, oldest first."""
+        if not 0 < incident_id <= MAX_ID:
+            return []
         with self._guard(), self._read() as session:
             rows = session.scalars(
                 select(TriageRunRow)
@@ -349,7 +299,7 @@ class IncidentStore:
             query = query.where(IncidentRow.failing_layer == Layer(layer).value)
         query = query.order_by(IncidentRow.opened_at.desc(), IncidentRow.id.desc())
         with self._guard(), self._read() as session:
-            return [_incident(r) for r in session.scalars(query.limit(max(limit, 0))).all()]
+            return [incident_of(r) for r in session.scalars(query.limit(max(limit, 0))).all()]
 
     def open_counts(self) -> dict[Layer, int]:
         """Unresolved incidents per layer (every layer present, zero when none)."""
@@ -361,51 +311,40 @@ class IncidentStore:
             ).all()
         return per_layer({layer: count for layer, count in rows})
 
-    def stats(self, *, cluster: str | None = None) -> Stats:
+    def stats(
+        self, *, cluster: str | None = None, where: Callable[[str, str], bool] | None = None
+    ) -> Stats:
         """Counts per layer, open now (per layer), median time to resolve (overall, per
-        layer), of every cluster or of `cluster`."""
+        layer), of every cluster or of `cluster`, and only of the incidents whose (cluster,
+        namespace) `where` accepts (a tenant's view) when given."""
         query = select(
             IncidentRow.failing_layer,
             IncidentRow.status,
             IncidentRow.opened_at,
             IncidentRow.resolved_at,
+            IncidentRow.cluster,
+            IncidentRow.namespace,
         )
         if cluster is not None:
             query = query.where(IncidentRow.cluster == cluster)
         with self._guard(), self._read() as session:
             rows = session.execute(query).all()
-        return summarise(rows)
+        kept = [r[:4] for r in rows if where is None or where(r[4], r[5])]
+        return summarise(kept)
 
     def _row(self, session: Session, incident_id: int, *, lock: bool = False) -> IncidentRow:
+        if not 0 < incident_id <= MAX_ID:
+            raise IncidentNotFoundError(incident_id)
         row = session.get(IncidentRow, incident_id, with_for_update=lock)
         if row is None:
             raise IncidentNotFoundError(incident_id)
         return row
 
 
-def _resolve(row: IncidentRow, *, at: datetime, by: str | None, resolution: Resolution) -> None:
-    row.status = IncidentStatus.RESOLVED.value
-    row.resolved_at, row.resolved_by, row.resolution = at, by, resolution.value
-    row.updated_at = at
-
-
-def _refresh(row: IncidentRow, report: TriageReport) -> None:
-    """Latest view of an incident still being followed: examined pod, headline, owner."""
-    row.pod = report.pod.pod or (report.pod.name if report.pod.kind == "Pod" else row.pod)
-    row.failing_layer = _layer_value(report.failing_layer) or row.failing_layer
-    row.headline = report.headline
-    if report.owner is not None:
-        row.owner_team = report.owner.team
-        row.owner_channel = report.owner.channel
-        row.owner_usergroup = report.owner.usergroup
-
-
-def _layer_value(layer: Layer | None) -> str | None:
-    return layer.value if layer is not None else None
-
-
-def _incident(row: IncidentRow) -> Incident:
-    return Incident.model_validate(row, from_attributes=True)
+def _no_statement_timeout(conn: Connection) -> None:
+    exempt(conn)
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
 
 
 def _run(row: TriageRunRow) -> TriageRun:

@@ -6,6 +6,7 @@ Slack has its own renderer in `bot/`; both read the same TriageReport.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from triage.model import Answer, Status, TriageReport
@@ -17,6 +18,17 @@ _MARK = {
     Status.UNKNOWN: "????",
     Status.SKIPPED: "skip",
 }
+
+
+# Every line break `str.splitlines()` knows, and the controls that can move a terminal's cursor
+# or reorder text (ESC sequences, bidi overrides): cluster text must not start a line of its own.
+_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """`text` (from a cluster) on one line: line breaks become spaces, controls are dropped."""
+    return _CONTROLS.sub("", _BREAKS.sub(" ", text))
 
 
 def report_data(report: TriageReport) -> dict[str, Any]:
@@ -80,4 +92,4 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
             lines.append(f"  - {u.message}{judged}")
     for note in report.notes + ([report.data_age_note] if report.data_age_note else []):
         lines.append(f"Note: {note}")
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # each entry is one line, whatever it quotes

@@ -15,6 +15,11 @@ from triage.cluster.usage import NodeUsage
 
 T = "2026-12-02T13:00:00Z"
 INJECTION = "<!channel> <@U999> <http://evil.example|click> *bold*"
+# Lines an event message could try to forge under the bot's name: every line separator there is.
+FORGED = (
+    "\n*Failing layer:* driver (forged)\r\n> quoted forged\u2028- forged bullet"
+    "\u2029• forged dot\x85```forged code```\x1b[1Aforged escape"
+)
 OTHER_TENANT_POD = "secret-training-run"
 
 Obj = dict[str, Any]
@@ -103,7 +108,7 @@ def objects() -> list[Obj]:
         "involvedObject": {"kind": "Pod", "name": "train-x", "namespace": "team-a"},
         "reason": "FailedScheduling",
         "type": "Warning",
-        "message": f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. {INJECTION}",
+        "message": f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. {INJECTION}{FORGED}",
         "firstTimestamp": T,
         "lastTimestamp": T,
         "count": 3,

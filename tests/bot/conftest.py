@@ -97,6 +97,7 @@ def settings(fake: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> Settings:
         slack_signing_secret=SECRET,
         slack_bot_token="xoxb-test",
         slack_api_url=fake.api_url,
+        response_urls=fake.url + "/",
         workers=4,
         max_pending=8,
     )

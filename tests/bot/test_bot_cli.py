@@ -60,6 +60,7 @@ def _serve(tmp_path: Path, fake: FakeSlack, *args: str) -> tuple[subprocess.Pope
         SLACK_SIGNING_SECRET=SECRET,
         SLACK_BOT_TOKEN="xoxb-test",
         SLACK_API_URL=fake.api_url,
+        SLACK_RESPONSE_URL_PREFIXES=fake.url + "/",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}",
     )
     proc = _bot("--snapshot", str(snap), "--host", "127.0.0.1", "--port", str(port), *args, env=env)

@@ -99,6 +99,7 @@ def fleet(
             slack_signing_secret=SECRET,
             slack_bot_token="xoxb-test",
             slack_api_url=fake.api_url,
+            response_urls=fake.url + "/",
             workers=2,
             max_pending=16,
         )

@@ -76,6 +76,7 @@ def _start(tmp: Path, fake: FakeSlack, db: str, kubeconfig: str, clusters: str) 
         SLACK_SIGNING_SECRET=SECRET,
         SLACK_BOT_TOKEN="xoxb-test",
         SLACK_API_URL=fake.api_url,
+        SLACK_RESPONSE_URL_PREFIXES=fake.url + "/",
         DATABASE_URL=db,
         KUBECONFIG=kubeconfig,
         GPU_TRIAGE_CLUSTERS=clusters,
