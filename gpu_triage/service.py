@@ -44,7 +44,7 @@ SourceFor = Callable[[str | None], ClusterSource]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TriageRun:
     """A triage answer and what happened to its record.
 
     `incident` is the incident the run belongs to (None when nothing was stored or nothing was
@@ -92,7 +92,7 @@ class TriageService:
         name: str,
         requested_by: str | None,
         channel: str | None = None,
-    ) -> Outcome:
+    ) -> TriageRun:
         started = self._timer()
         source = self.source_for(cluster)
         report = self._triage(
@@ -102,7 +102,7 @@ class TriageService:
         if self.metrics is not None:
             self.metrics.observe(report, duration_ms=duration_ms)
         if self.store is None:
-            return Outcome(report, None, False, None, duration_ms)
+            return TriageRun(report, None, False, None, duration_ms)
         try:
             result = self.store.record(
                 report, requested_by=requested_by, duration_ms=duration_ms, channel=channel
@@ -110,14 +110,14 @@ class TriageService:
         except IncidentStoreError as e:
             log.error("triage of %s/%s not recorded: %s", namespace, name, e)
             fault = getattr(e, "fault", "unavailable")
-            return Outcome(report, None, False, str(e), duration_ms, store_fault=str(fault))
+            return TriageRun(report, None, False, str(e), duration_ms, store_fault=str(fault))
         except Exception as e:  # a store bug must not swallow the user's answer either
             log.exception("triage of %s/%s not recorded", namespace, name)
-            return Outcome(
+            return TriageRun(
                 report, None, False, f"internal error: {type(e).__name__}", duration_ms,
                 store_fault="unavailable",
             )  # fmt: skip
-        return Outcome(
+        return TriageRun(
             report, result.incident, result.created, None, duration_ms, result.auto_resolved
         )
 

@@ -15,22 +15,21 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from triage.assemble import Diagnosis, Route, answer_of, assemble, judge
 from triage.cluster.events import parse_time
 from triage.cluster.objects import Obj, meta, pod_problem
 from triage.cluster.reads import SweepState
-from triage.cluster.source import ClusterSource
+from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers import bound
-from triage.layers.base import Context, LayerCheck, Outcome
+from triage.layers.base import CheckResult, Context, LayerCheck
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
-from triage.layers.scheduling.reasons import WAITING
-from triage.model import LAYER_ORDER, Layer, TriageReport, Verdict
+from triage.model import LAYER_ORDER, Answer, Layer, TriageReport, TriageVerdict
 from triage.names import validate_name, validate_namespace
 from triage.playbooks import Playbook, load_playbook
-from triage.signals import Signal
+from triage.signals import JOINING, REPORTED, WAITING, Signal
 from triage.target import Target, resolve
-from triage.verdict import Diagnosis, assemble, judge
 
 CHECKS: tuple[LayerCheck, ...] = (bound.check, scheduling.check, quota.check)
 
@@ -75,7 +74,7 @@ def verdict(
     playbook: Playbook | None = None,
     now: datetime | None = None,
     sweep: SweepState | None = None,
-) -> Verdict:
+) -> TriageVerdict:
     """`triage`'s verdict (failing layer, headline, cause, owner) without the evidence and
     steps of a full report: what the fleet view needs of each of thousands of workloads.
     Raises as `triage` does."""
@@ -104,6 +103,7 @@ def _diagnose(
     ctx = Context(source=source, config=config, target=target, now=as_of, sweep=sweep)
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
+    relevant = _could_explain(target)
     diagnosis = Diagnosis(
         source=source,
         target=target,
@@ -111,13 +111,28 @@ def _diagnose(
         unknowns=ctx.unknowns,
         headline=_headline(ctx, outcomes, signals),
         ok_summaries={k: v for o in outcomes for k, v in o.ok.items()},
-        node_labels=ctx.node_labels,
+        route=_route(ctx, signals, relevant),
         playbook=playbook or load_playbook(),
         config=config,
-        relevant=_could_explain(target),
+        relevant=relevant,
         unread=tuple(ctx.unread),
     )
     return diagnosis, ctx
+
+
+def _route(ctx: Context, signals: list[Signal], relevant: frozenset[Layer]) -> Route:
+    """What the failing layer's owner route is chosen by (read here, so that assembling the
+    report reads nothing): the namespace object, and the labels of the first nodes the
+    failing layer blocks on."""
+    answer, failing = answer_of(signals, ctx.unknowns, relevant)
+    if answer != Answer.BLOCKED or failing is None:
+        return Route()
+    try:
+        namespace = ctx.source.get("Namespace", ctx.target.namespace)
+    except ReadFailedError:
+        namespace = None  # the route falls back to the layer's owner
+    nodes = [n for s in signals if s.blocking and s.layer == failing for n in s.nodes]
+    return Route(namespace, tuple(ctx.node_labels(n) for n in nodes[:5]))
 
 
 def _could_explain(target: Target) -> frozenset[Layer]:
@@ -143,26 +158,24 @@ def _podless_headline_is_final(target: Target) -> bool:
     return scaled_to_zero or (target.kind == "Job" and _job_done(top))
 
 
-def _root_cause(outcomes: list[Outcome]) -> list[Signal]:
+def _root_cause(outcomes: list[CheckResult]) -> list[Signal]:
     """Every layer's signals, with the scheduler's own words demoted to evidence when a queue
     explains them (Volcano reports its queue decisions as FailedScheduling)."""
     *below, queue = outcomes
     signals = [s for o in below for s in o.signals]
     if any(s.blocking for s in queue.signals):
-        signals = [
-            replace(s, blocking=False) if s.code == scheduling.REPORTED else s for s in signals
-        ]
+        signals = [replace(s, blocking=False) if s.code == REPORTED else s for s in signals]
     return signals + queue.signals
 
 
-def _headline(ctx: Context, outcomes: list[Outcome], signals: list[Signal]) -> str | None:
+def _headline(ctx: Context, outcomes: list[CheckResult], signals: list[Signal]) -> str | None:
     """The report's headline when no layer blocks; None lets the verdict write it."""
     if any(s.blocking for s in signals):
         return None
     t = ctx.target
     if t.pod is None:
         return _podless_headline(ctx)
-    joining = next((s for s in signals if s.code in ("device-plugin.node-joining", *WAITING)), None)
+    joining = next((s for s in signals if s.code in (JOINING, *WAITING)), None)
     if joining is not None:
         what = (
             joining.summary

@@ -146,7 +146,7 @@ class Cause(Frozen):
     )
 
 
-class Verdict(_Answered):
+class TriageVerdict(_Answered):
     """A triage's answer without its evidence: the failing layer (None when nothing blocks),
     the headline, the owner to route to and the cause. What the fleet view groups by."""
 

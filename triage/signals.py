@@ -13,6 +13,12 @@ from types import MappingProxyType
 from triage.cluster.source import ReadFailedError
 from triage.model import Finding, Layer, Status
 
+# Codes the root-cause rule itself knows, beside those of the checks that make them.
+REPORTED = "scheduling.scheduler-reported"  # the scheduler's words, when nothing explains them
+JOINING = "device-plugin.node-joining"  # a node still coming up: its GPUs are on their way
+# Signals that mean "room is on its way": the pod waits, nothing is broken.
+WAITING = frozenset({"scheduling.scale-up-in-progress", "scheduling.preempting"})
+
 
 @dataclass(frozen=True, slots=True)
 class Signal:

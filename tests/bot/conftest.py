@@ -16,7 +16,7 @@ from bot.policy import AccessPolicy
 from bot.server import Server
 from bot.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
 from gpu_triage.metrics import Metrics
-from gpu_triage.service import Outcome, TriageService
+from gpu_triage.service import TriageRun, TriageService
 from gpu_triage.settings import Settings, load_settings
 from incidents.store import IncidentStore
 from tests.bot.bot_cluster import SlowSource, objects
@@ -46,7 +46,7 @@ class CountingService(TriageService):
         self.count = 0
         self._lock = threading.Lock()
 
-    def run(self, **kw: Any) -> Outcome:
+    def run(self, **kw: Any) -> TriageRun:
         with self._lock:
             self.count += 1
         return super().run(**kw)

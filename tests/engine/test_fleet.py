@@ -10,7 +10,7 @@ import pytest
 from triage import load_snapshot, triage
 from triage.engine import verdict
 from triage.fleet import Sweep, SweepSource, stuck_workloads, sweep
-from triage.model import Layer, Verdict
+from triage.model import Layer, TriageVerdict
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -145,7 +145,7 @@ def test_the_verdict_a_sweep_takes_is_the_full_reports_verdict(path: Path) -> No
         for obj in src.objects(kind):
             ns, name = obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]
             report = triage(src, namespace=ns, name=name)
-            assert verdict(src, namespace=ns, name=name) == Verdict(
+            assert verdict(src, namespace=ns, name=name) == TriageVerdict(
                 cluster=report.cluster,
                 pod=report.pod,
                 failing_layer=report.failing_layer,

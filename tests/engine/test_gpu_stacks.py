@@ -1,6 +1,6 @@
 """The engine judges each node by the GPU stack it really runs (issue 13): the operator in any
 namespace, GKE's and the clouds' own components, plugin-only installs, components switched
-off by label. Verdict layers are covered by test_fixtures; these tests hold what a user reads:
+off by label. NodeVerdict layers are covered by test_fixtures; these tests hold what a user reads:
 where the stack was found, what the evidence names, and advice that fits the stack."""
 
 from __future__ import annotations

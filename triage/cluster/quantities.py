@@ -8,12 +8,13 @@ with sidecar init containers (restartPolicy Always) counted among the running on
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
 from triage.cluster.objects import Obj
-from triage.vendors import NVIDIA, accelerator_requests
+from triage.vendors import NVIDIA, accelerator_requests, is_accelerator
 
 GPU = NVIDIA.device_resource  # the default accelerator: a step's {resource} when none is asked
 MIG_PREFIX = NVIDIA.partition_prefix or ""
@@ -156,3 +157,8 @@ def _effective_requests(spec: Obj) -> dict[str, int]:
 def gpu_requests(pod: Obj) -> dict[str, int]:
     """The accelerator resources (whole devices, slices, shared devices) a pod requests."""
     return accelerator_requests(pod_requests(pod))
+
+
+def wants_gpu(pod: Obj, requests: Mapping[str, int]) -> bool:
+    """Accelerators as extended resources, or devices claimed through DRA."""
+    return any(map(is_accelerator, requests)) or bool((pod.get("spec") or {}).get("resourceClaims"))

@@ -15,9 +15,8 @@ from datetime import datetime
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import owned_pods, troubled_pods
 from triage.cluster.objects import Obj, meta, name_of, ns_of, owner
-from triage.cluster.quantities import gpu_requests, pod_requests
+from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
-from triage.layers.scheduling.exclusions import wants_gpu
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.shared import shapes_in, shared_evaluation
-from triage.model import Answer, Layer, Verdict
+from triage.model import Answer, Layer, TriageVerdict
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
 from triage.vendors.nvidia import PRODUCT
@@ -75,7 +75,7 @@ def sweep(
     if shared.events_failed is not None:
         unread.append(f"{shared.events_failed}: events are not used as evidence")
     pools = _Pools(shared, playbook.node_pools.labels)
-    groups: dict[str, list[tuple[Member, Verdict]]] = {}
+    groups: dict[str, list[tuple[Member, TriageVerdict]]] = {}
     waiting: list[Member] = []
     unknown: list[Member] = []
     left_out: dict[str, int] = {}  # what the triages could not read: for how many workloads
@@ -120,7 +120,7 @@ def sweep(
     )
 
 
-def _unread_lines(verdict: Verdict) -> list[str]:
+def _unread_lines(verdict: TriageVerdict) -> list[str]:
     """What one triage could not read, as the sweep says it (no workload named)."""
     return [
         u.message + (f": {', '.join(la.value for la in u.layers)} not judged" if u.layers else "")
@@ -145,10 +145,10 @@ class _Run:
         self.clock = datetime.now(UTC)  # the age of kept answers is wall-clock time
         self.errors: list[str] = []
         self.triaged = self.reused = 0
-        self.verdicts: dict[tuple[str, str], Verdict] = {}
+        self.verdicts: dict[tuple[str, str], TriageVerdict] = {}
         self.fresh: set[tuple[str, str]] = set()  # the workloads triaged (not kept)
 
-    def all(self, items: list[Stuck]) -> dict[tuple[str, str], Verdict]:
+    def all(self, items: list[Stuck]) -> dict[tuple[str, str], TriageVerdict]:
         memo = self.memo
         if memo is None:
             for item in items:
@@ -258,7 +258,7 @@ class _Pools:
         return sorted(found)  # type: ignore[arg-type]
 
 
-def _blocking(verdict: Verdict, pools: _Pools) -> list[str]:
+def _blocking(verdict: TriageVerdict, pools: _Pools) -> list[str]:
     """The objects a cause is about, as its group key: the pools of the nodes where it blocks
     (pods differ in which nodes of a pool they may use, not in why: one driver crash across a
     pool is one cause), and the quota, queue, label or request the failing signals name."""
@@ -273,7 +273,7 @@ def _blocking(verdict: Verdict, pools: _Pools) -> list[str]:
     return objects
 
 
-def _cause_key(verdict: Verdict, pools: _Pools) -> str:
+def _cause_key(verdict: TriageVerdict, pools: _Pools) -> str:
     cause = verdict.cause
     code = cause.code if cause is not None else ""
     raw = "|".join([verdict.cluster, str(verdict.failing_layer), code, *_blocking(verdict, pools)])
@@ -283,7 +283,7 @@ def _cause_key(verdict: Verdict, pools: _Pools) -> str:
 def _group(
     cluster: str,
     key: str,
-    rows: list[tuple[Member, Verdict]],
+    rows: list[tuple[Member, TriageVerdict]],
     pools: _Pools,
     playbook: Playbook,
     *,

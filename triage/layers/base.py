@@ -1,6 +1,6 @@
 """The layer interface: what a layer check receives and what it returns.
 
-A layer check is a function `check(ctx: Context) -> Outcome`. The engine runs the checks in
+A layer check is a function `check(ctx: Context) -> CheckResult`. The engine runs the checks in
 layer order (`triage.engine.CHECKS`) and then applies the root-cause rule across their
 outcomes; a check never decides the verdict on its own.
 
@@ -33,7 +33,7 @@ from triage.target import Target
 
 
 @dataclass
-class Outcome:
+class CheckResult:
     """What one layer check found."""
 
     signals: list[Signal] = field(default_factory=list)
@@ -217,4 +217,4 @@ class Context:
 VIEW = ("view",)  # the stack view's digest
 VIEW_EXACT = ("view", "exact")  # the stack view itself: any GPU component pod changed
 
-LayerCheck = Callable[[Context], Outcome]
+LayerCheck = Callable[[Context], CheckResult]

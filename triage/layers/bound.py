@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, container_states, name_of, pod_problem
-from triage.layers.base import Context, Outcome
+from triage.layers.base import CheckResult, Context
 from triage.layers.node import NodeHealth
 from triage.model import Layer
 from triage.signals import Signal
@@ -40,13 +40,13 @@ def _finished(pod: Obj) -> bool:
     )
 
 
-def check(ctx: Context) -> Outcome:
+def check(ctx: Context) -> CheckResult:
     """The pod's own node: the driver, the runtime and kubelet's device admission there."""
     pod = ctx.target.pod
     if pod is None or not on_node(pod):
-        return Outcome()
+        return CheckResult()
     if _finished(pod):
-        return Outcome(headline=terminal_headline(pod))
+        return CheckResult(headline=terminal_headline(pod))
     # Pods on a node are few and their node's state moves (a driver restarting, GPUs joining):
     # a sweep triages them afresh every time.
     ctx.volatile()
@@ -60,7 +60,7 @@ def check(ctx: Context) -> Outcome:
         pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes
     )
     headline = None if any(s.blocking for s in signals) else terminal_headline(pod)
-    return Outcome(signals=signals, headline=headline)
+    return CheckResult(signals=signals, headline=headline)
 
 
 def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:

@@ -12,11 +12,11 @@ from datetime import datetime
 from triage.cluster.events import parse_time
 from triage.cluster.objects import Obj, condition, labels, name_of, ns_of
 from triage.cluster.quantities import GPU, MIG_PREFIX, resources
-from triage.layers.device_plugin import plugin_verdict, sharing_note
-from triage.layers.driver import driver_verdict, gfd_down, mig_verdict
+from triage.layers.driver_health import driver_verdict, gfd_down, mig_verdict
+from triage.layers.node_verdict import NodeVerdict
+from triage.layers.plugin_health import plugin_verdict, sharing_note
 from triage.layers.stacks.state import failing_validation, gpu_resources, is_gpu_node
 from triage.layers.stacks.view import StackView
-from triage.layers.verdicts import Verdict
 from triage.vendors.nvidia import COUNT
 
 
@@ -24,8 +24,8 @@ from triage.vendors.nvidia import COUNT
 class NodeHealth:
     name: str
     gpu_node: bool
-    driver: Verdict
-    plugin: Verdict
+    driver: NodeVerdict
+    plugin: NodeVerdict
     capacity: dict[str, int]
     allocatable: dict[str, int]
     allocatable_all: dict[str, int] = field(default_factory=dict)  # cpu, memory, pods, GPUs
@@ -46,7 +46,7 @@ class NodeHealth:
     dra_only: bool = False  # GPUs reach pods here only through DRA ResourceClaims
     # Why GPU feature discovery's labels may be missing here (disabled, failing), if it is down.
     gfd_down: str | None = None
-    mig_failed: Verdict | None = None  # the MIG manager could not apply nvidia.com/mig.config
+    mig_failed: NodeVerdict | None = None  # the MIG manager could not apply nvidia.com/mig.config
 
     @property
     def mig_resources(self) -> dict[str, int]:

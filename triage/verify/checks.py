@@ -20,8 +20,8 @@ from triage.cluster.quantities import GPU, MIG_PREFIX
 from triage.cluster.selectors import taint_str
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
-from triage.layers.device_plugin import sharing_note
 from triage.layers.node import NodeHealth, assess_node
+from triage.layers.plugin_health import sharing_note
 from triage.layers.stacks.plan import NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, node_ready
 from triage.layers.stacks.view import StackView, load_view

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from triage.layers.base import Context, Outcome
+from triage.layers.base import CheckResult, Context
 from triage.layers.quota.base import QuotaInput
 from triage.layers.quota.kueue import check_kueue
 from triage.layers.quota.quotas import check_failed_create, check_priority, check_resource_quotas
 from triage.layers.quota.volcano import check_volcano
 
 
-def check(ctx: Context) -> Outcome:
+def check(ctx: Context) -> CheckResult:
     """ResourceQuotas, Kueue, Volcano and priority, for the pod or its workload."""
     t = ctx.target
     inp = QuotaInput(
@@ -22,7 +22,7 @@ def check(ctx: Context) -> Outcome:
     )
     run_quota_checks(inp)
     ctx.unknowns.extend(inp.unknowns)
-    return Outcome(signals=inp.signals)
+    return CheckResult(signals=inp.signals)
 
 
 def run_quota_checks(inp: QuotaInput) -> None:

@@ -10,6 +10,6 @@ signals (`no_candidate` when no node is one), `autoscaler` answers for node auto
 preemption.
 
 May import: `triage.cluster`, `triage.layers.base`, `triage.layers.node`,
-`triage.layers.verdicts`, `triage.layers.bound`, `triage.layers.stacks`, `triage.model`,
+`triage.layers.node_verdict`, `triage.layers.bound`, `triage.layers.stacks`, `triage.model`,
 `triage.signals`.
 """

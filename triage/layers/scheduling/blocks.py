@@ -12,11 +12,11 @@ from triage.cluster.objects import Obj
 from triage.cluster.quantities import GPU, MIG_PREFIX
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth
+from triage.layers.node_verdict import NodeVerdict
 from triage.layers.scheduling.dra import DraCheck
 from triage.layers.scheduling.filters.resources_fit import INSUFFICIENT, shortfall_text
 from triage.layers.scheduling.filters.unschedulable import CORDONED, cordoned
 from triage.layers.scheduling.filters.view import Refusal
-from triage.layers.verdicts import Verdict
 from triage.model import Layer
 from triage.vendors import is_accelerator
 
@@ -95,7 +95,7 @@ def refused(node: str, refusal: Refusal) -> NodeFit:
     return fit
 
 
-def _blocked_by(fit: NodeFit, layer: Layer, verdict: Verdict) -> None:
+def _blocked_by(fit: NodeFit, layer: Layer, verdict: NodeVerdict) -> None:
     fit.layer, fit.code, fit.text = layer, verdict.code, verdict.text
     fit.detail, fit.pod, fit.values = list(verdict.detail), verdict.pod, verdict.values
 
@@ -109,7 +109,7 @@ def insufficient(
 
 def _plugin_block(
     health: NodeHealth, requests: Mapping[str, int], usage: NodeUsage | None
-) -> tuple[Layer, Verdict] | None:
+) -> tuple[Layer, NodeVerdict] | None:
     """What stops the pod's accelerator requests on the node, below scheduling: the device plugin
     (or, for a failed MIG reconfiguration, the operator's MIG manager, routed as the driver)."""
     used = usage.requests if usage else {}
@@ -126,7 +126,7 @@ def _plugin_block(
                 continue  # the common case, kept cheap: it runs for every candidate node
             free = alloc - used.get(res, 0)
             if free < want <= cap - used.get(res, 0):
-                return Layer.DEVICE_PLUGIN, Verdict(
+                return Layer.DEVICE_PLUGIN, NodeVerdict(
                     False,
                     "device-plugin.unhealthy-devices",
                     f"node {name}: {res} allocatable {alloc} < capacity {cap} "
@@ -138,7 +138,7 @@ def _plugin_block(
     return None
 
 
-def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, Verdict]:
+def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, NodeVerdict]:
     """Why a node the pod could use offers none of the accelerator resource `res`."""
     name = health.name
     if health.mig_failed is not None:
@@ -148,7 +148,7 @@ def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, Verdict]:
     }
     if offered and not res.startswith(MIG_PREFIX) and health.plugin.ok:
         names = ", ".join(f"{k}: {v}" for k, v in sorted(offered.items()))
-        return Layer.DEVICE_PLUGIN, Verdict(
+        return Layer.DEVICE_PLUGIN, NodeVerdict(
             False,
             "device-plugin.resource-renamed",
             f"node {name} advertises {names} but not {res} (GPU sharing renames the resource)",
@@ -156,7 +156,7 @@ def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, Verdict]:
     # The node offers none of the resource.
     if res == GPU and health.mig_resources:
         mig = ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
-        return Layer.DEVICE_PLUGIN, Verdict(
+        return Layer.DEVICE_PLUGIN, NodeVerdict(
             False,
             "device-plugin.mig-only",
             f"node {name} exposes only MIG slices ({mig}), not {GPU}",
@@ -168,11 +168,11 @@ def _not_offered(health: NodeHealth, res: str) -> tuple[Layer, Verdict]:
             ", ".join(f"{k}: {v}" for k, v in sorted(health.mig_resources.items()))
             or "no MIG slices"
         )
-        return Layer.DEVICE_PLUGIN, Verdict(
+        return Layer.DEVICE_PLUGIN, NodeVerdict(
             False,
             "device-plugin.mig-profile-missing",
             f"node {name} is not partitioned into {res} (it offers {layout})",
         )
-    return Layer.DEVICE_PLUGIN, Verdict(
+    return Layer.DEVICE_PLUGIN, NodeVerdict(
         False, "device-plugin.no-gpu-resource", f"node {name} advertises no {res}"
     )

@@ -16,7 +16,7 @@ from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ReadFailedError
 from triage.cluster.usage import NodeUsage
-from triage.layers.base import VIEW_EXACT, Context, Outcome
+from triage.layers.base import VIEW_EXACT, CheckResult, Context
 from triage.layers.bound import on_node
 from triage.layers.scheduling import by_class
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
@@ -32,15 +32,13 @@ from triage.layers.scheduling.registry import needs_filters
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
 from triage.layers.scheduling.shared import pod_shape, read_nodes, read_usage, shared_evaluation
 from triage.model import Layer
-from triage.signals import Signal
-
-REPORTED = "scheduling.scheduler-reported"  # the scheduler's words, when nothing explains them
+from triage.signals import REPORTED, Signal
 
 
-def check(ctx: Context) -> Outcome:
+def check(ctx: Context) -> CheckResult:
     pod, placed = ctx.target.subject, ctx.target.pod
     if pod is None or on_node(placed):
-        return Outcome()
+        return CheckResult()
     stacks = ctx.view
     claims = check_claims(ctx, pod, stacks)
     only = claims.nodes
@@ -88,14 +86,14 @@ def check(ctx: Context) -> Outcome:
         signals = [
             replace(s, blocking=False, summary=f"once created: {s.summary}") for s in signals
         ]
-    out = Outcome(signals=claims.signals + signals)
+    out = CheckResult(signals=claims.signals + signals)
     summary = placement_summary(evaluation)
     if summary and not pod_level:
         out.ok[Layer.SCHEDULING] = summary
     return out
 
 
-def _unjudged(ctx: Context, pod: Obj, claims: list[Signal]) -> Outcome:
+def _unjudged(ctx: Context, pod: Obj, claims: list[Signal]) -> CheckResult:
     """The nodes could not be read: no node is judged (an empty list would read as "the
     cluster has no GPU node"); the scheduler's own words, when it left any, are evidence."""
     signals = list(claims)
@@ -110,7 +108,7 @@ def _unjudged(ctx: Context, pod: Obj, claims: list[Signal]) -> Outcome:
                 evidence=[f"scheduler: {said[0]}"],
             )
         )
-    return Outcome(signals=signals)
+    return CheckResult(signals=signals)
 
 
 def _existing_anti_affinity(ctx: Context, pod: Obj) -> bool:

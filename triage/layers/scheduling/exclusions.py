@@ -11,13 +11,6 @@ from collections.abc import Callable, Mapping
 from triage.cluster.objects import Obj
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.registry import EXCLUDERS
-from triage.vendors import is_accelerator
-
-
-def wants_gpu(pod: Obj, requests: Mapping[str, int]) -> bool:
-    """Accelerators as extended resources, or devices claimed through DRA."""
-    return any(map(is_accelerator, requests)) or bool((pod.get("spec") or {}).get("resourceClaims"))
-
 
 Why = Callable[[], str]
 

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from triage.cluster.objects import Obj
-from triage.cluster.quantities import GPU
+from triage.cluster.quantities import GPU, wants_gpu
 from triage.cluster.selectors import required_affinity_terms
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.blocks import NodeFit, dynamic, insufficient, refused
 from triage.layers.scheduling.dra import NO_DRA, DraCheck
-from triage.layers.scheduling.exclusions import static_exclusion, wants_gpu
+from triage.layers.scheduling.exclusions import static_exclusion
 from triage.layers.scheduling.pod_filters import PodFilters
 from triage.signals import Signal
 from triage.vendors import is_accelerator

@@ -22,7 +22,7 @@ from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.registry import AFTER_FIT_CODES, MODELLED, SUMMARIES
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
-from triage.signals import Signal
+from triage.signals import JOINING, WAITING, Signal
 from triage.vendors import NVIDIA
 
 # What blocks nodes below the scheduler's filters (their driver, their device plugin), by code.
@@ -57,8 +57,6 @@ AFTER_FIT = AFTER_FIT_CODES
 SHOWN = 10  # nodes described per reason; the rest are counted
 
 # Within one layer, the more specific explanation leads the finding.
-# Signals that mean "room is on its way": the pod waits, nothing is broken.
-WAITING = frozenset({"scheduling.scale-up-in-progress", "scheduling.preempting"})
 _FIRST = (
     "device-plugin.mig-reconfiguring",
     "driver.mig-config-failed",
@@ -277,7 +275,7 @@ def _joining_signals(nodes: Evaluation) -> list[Signal]:
         signals.append(
             Signal(
                 Layer.DEVICE_PLUGIN,
-                "device-plugin.node-joining",
+                JOINING,
                 str(joining[0].joining),
                 blocking=False,
                 evidence=[str(f.joining) for f in joining[1:]],

@@ -5,18 +5,24 @@ Also what GPU sharing (time-slicing, MPS) does to the numbers."""
 from __future__ import annotations
 
 from triage.cluster.objects import Obj, labels, name_of
-from triage.layers.driver import mig_verdict
+from triage.layers.driver_health import mig_verdict
+from triage.layers.node_verdict import (
+    NodeVerdict,
+    ds_values,
+    skipped_by,
+    state_verdict,
+    switch_values,
+)
 from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, is_gpu_node
 from triage.layers.stacks.view import StackView
-from triage.layers.verdicts import Verdict, ds_values, skipped_by, state_verdict, switch_values
 from triage.vendors import NVIDIA
 from triage.vendors.nvidia import COUNT, OPERATOR, REPLICAS, SHARING
 
 
 def plugin_verdict(
     node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
-) -> Verdict:
+) -> NodeVerdict:
     name = name_of(node)
     mig = mig_verdict(node, view)
     if mig is not None and mig.code.startswith("device-plugin."):
@@ -25,7 +31,7 @@ def plugin_verdict(
     exp = plan.role("device-plugin")
     if not any(v > 0 for v in allocatable.values()):
         if plugin is not None:
-            return Verdict(
+            return NodeVerdict(
                 False,
                 "device-plugin.no-gpu-resource",
                 f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable; {plugin.text}",
@@ -33,32 +39,32 @@ def plugin_verdict(
                 plugin.pod,
             )
         if plan.dra_only:
-            return Verdict(True, text="GPUs offered through DRA (no device plugin by design)")
+            return NodeVerdict(True, text="GPUs offered through DRA (no device plugin by design)")
         if is_gpu_node(node):
             return _plugin_absent(name, exp, plan)
-        return Verdict(
+        return NodeVerdict(
             False,
             "device-plugin.no-gpu-resource",
             f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable",
         )
     if plugin is not None and not plugin.ok:
         return state_verdict("device-plugin.pod-failing", name, plugin, plugin.text)
-    return Verdict(True, text="GPUs advertised")
+    return NodeVerdict(True, text="GPUs advertised")
 
 
-def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> Verdict:
+def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict:
     """A GPU node advertising no GPUs with no device-plugin pod: say why there is none."""
     head = f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable"
     if exp.expected or (plan.inferred and OPERATOR in plan.stacks and not exp.disabled):
         source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
-        return Verdict(
+        return NodeVerdict(
             False,
             "device-plugin.pod-missing",
             f"{head}; no device-plugin pod runs there{source}",
             values=ds_values(exp.serving[0]) if exp.serving else {},
         )
     if exp.disabled:
-        return Verdict(
+        return NodeVerdict(
             False,
             "device-plugin.component-disabled",
             f"{head}: the device plugin is switched off there ({exp.disabled}), so there is "
@@ -66,24 +72,24 @@ def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> Verdict:
             values=switch_values(exp.disabled, "device plugin"),
         )
     if exp.paused:
-        return Verdict(
+        return NodeVerdict(
             False, "device-plugin.paused", f"{head}: the device plugin is paused ({exp.paused})"
         )
     if exp.host:
-        return Verdict(
+        return NodeVerdict(
             False,
             "device-plugin.host-plugin",
             f"{head}; its device plugin {exp.host}, outside Kubernetes: check it on the node",
         )
     if exp.skipping:
         comp, why = exp.skipping[0]
-        return Verdict(
+        return NodeVerdict(
             False,
             "device-plugin.not-deployed",
             f"{head}: no device plugin runs there; {skipped_by(exp)}",
             values={**ds_values(comp), "skip_reason": why},
         )
-    return Verdict(
+    return NodeVerdict(
         False,
         "device-plugin.not-installed",
         f"{head}: no {NVIDIA.name} device plugin is installed for it (no device-plugin DaemonSet of "

@@ -3,15 +3,13 @@ blocking layer), the owner route and the playbook's steps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from triage.cluster.objects import name_of
-from triage.cluster.quantities import GPU, gpu_requests, pod_requests
+from triage.cluster.objects import Obj, name_of
+from triage.cluster.quantities import GPU, gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
-from triage.layers.scheduling.exclusions import wants_gpu
 from triage.model import (
     LAYER_ORDER,
     Answer,
@@ -21,8 +19,8 @@ from triage.model import (
     OwnerRoute,
     PodRef,
     TriageReport,
+    TriageVerdict,
     Unread,
-    Verdict,
 )
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
@@ -49,9 +47,20 @@ def _data_age(source: ClusterSource) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Route:
+    """What the owner route of the failing layer is chosen by, read by the engine: the
+    target's namespace object (None when it could not be read) and the labels of the first
+    nodes the failing layer blocks on."""
+
+    namespace: Obj | None = None
+    node_labels: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     """What a verdict is made from: a triage's signals after the root-cause rule, and what
-    the checks left beside them (unknown layers, a headline, passing layers' lines)."""
+    the checks left beside them (unknown layers, a headline, passing layers' lines). No
+    cluster read happens past this point: the engine read everything it holds."""
 
     source: ClusterSource
     target: Target
@@ -59,7 +68,7 @@ class Diagnosis:
     unknowns: list[Unknown]
     headline: str | None  # the headline when nothing blocks (None: the default)
     ok_summaries: dict[Layer, str]
-    node_labels: Callable[[str], dict[str, str]]
+    route: Route
     playbook: Playbook
     config: EngineConfig
     # The layers that could explain why the target is not running (none when it runs): an
@@ -102,10 +111,17 @@ def _unknown_layers(d: Diagnosis) -> list[Layer]:
 
 
 def _answer(d: Diagnosis) -> tuple[Answer, Layer | None]:
+    return answer_of(d.signals, d.unknowns, d.relevant)
+
+
+def answer_of(
+    signals: list[Signal], unknowns: list[Unknown], relevant: frozenset[Layer]
+) -> tuple[Answer, Layer | None]:
     """The root-cause rule's verdict: the lowest blocking layer, unless a layer below it that
     could explain the pod could not be judged; then the answer is unknown, never a guess."""
-    failing = _failing(d.signals)
-    unknown = [la for la in _unknown_layers(d) if la in d.relevant]
+    failing = _failing(signals)
+    found = sorted({u.layer for u in unknowns}, key=lambda la: la.rank)
+    unknown = [la for la in found if la in relevant]
     if failing is not None and not any(la.rank < failing.rank for la in unknown):
         return Answer.BLOCKED, failing
     if unknown:
@@ -139,14 +155,10 @@ def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
     finding = findings[failing]
     mine = [s for s in d.signals if s.blocking and s.layer == failing]
     nodes = [n for s in mine for n in s.nodes]
-    try:
-        ns_obj = d.source.get("Namespace", t.namespace)
-    except ReadFailedError:
-        ns_obj = None  # the route falls back to the layer's owner
     owner = d.playbook.route(
         failing,
-        namespace=ns_obj,
-        node_labels=[d.node_labels(n) for n in nodes[:5]],
+        namespace=d.route.namespace,
+        node_labels=list(d.route.node_labels),
         codes=finding.codes[:1],
     )
     cause = Cause(
@@ -197,12 +209,12 @@ def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ())
     ]
 
 
-def judge(d: Diagnosis) -> Verdict:
+def judge(d: Diagnosis) -> TriageVerdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
     _, failing = _answer(d)
     decision = _decide(d, {} if failing is None else _findings(d, (failing,)))
-    return Verdict(
+    return TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
         failing_layer=decision.failing,

@@ -5,30 +5,30 @@ reconfiguration fail? Also whether GPU feature discovery runs there (its labels 
 from __future__ import annotations
 
 from triage.cluster.objects import Obj, labels, name_of
-from triage.layers.stacks.plan import Expectation, NodePlan
-from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
-from triage.layers.stacks.view import StackView
-from triage.layers.verdicts import (
-    Verdict,
+from triage.layers.node_verdict import (
+    NodeVerdict,
     ds_values,
     skipped_by,
     stack_text,
     state_verdict,
     switch_values,
 )
+from triage.layers.stacks.plan import Expectation, NodePlan
+from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
+from triage.layers.stacks.view import StackView
 from triage.vendors import NVIDIA
 from triage.vendors.nvidia import GKE, MIG_CONFIG, MIG_CONFIG_STATE, OPERATOR, ROLE_TITLES
 
 
 def driver_verdict(
     node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
-) -> Verdict:
+) -> NodeVerdict:
     name = name_of(node)
     ready, why = node_ready(node)
     if not ready:
-        return Verdict(False, "driver.node-not-ready", f"node {name} is not Ready: {why}")
+        return NodeVerdict(False, "driver.node-not-ready", f"node {name} is not Ready: {why}")
     if not is_gpu_node(node):
-        return Verdict(True, text="not a GPU node")
+        return NodeVerdict(True, text="not a GPU node")
     exp = plan.role("driver")
     has_gpus = any(v > 0 for v in allocatable.values())
     driver = component_state(view, name, "driver")
@@ -50,14 +50,14 @@ def driver_verdict(
         )
     stuck = failing_validation(view, name)
     if stuck in ("driver-validation", "toolkit-validation", "cuda-validation") and not has_gpus:
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.validation-failed",
             f"node {name}: operator validator stuck at {stuck} and no GPUs advertised",
         )
     off = plan.role("toolkit").disabled
     if off and not has_gpus and _waiting_in(view, name, "toolkit-validation"):
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.component-disabled",
             f"node {name}: the {NVIDIA.name} container toolkit is switched off there ({off}) and the "
@@ -65,16 +65,18 @@ def driver_verdict(
             values=switch_values(off, NVIDIA.title("toolkit")),
         )
     if exp.host:
-        return Verdict(True, text=f"driver {exp.host}, healthy")
-    return Verdict(True, text="driver operator-managed, healthy" if driver else "driver healthy")
+        return NodeVerdict(True, text=f"driver {exp.host}, healthy")
+    return NodeVerdict(
+        True, text="driver operator-managed, healthy" if driver else "driver healthy"
+    )
 
 
-def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | None:
+def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict | None:
     """No driver pod on a GPU node that advertises no GPUs: is one missing, switched off, or
     not this stack's business (a driver in the node image)?"""
     if exp.expected:
         source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.pod-missing",
             f"node {name}: no {NVIDIA.name} driver pod runs there although the "
@@ -82,7 +84,7 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | No
             values=ds_values(exp.serving[0]) if exp.serving else {},
         )
     if exp.disabled and not exp.host:
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.component-disabled",
             f"node {name}: the GPU Operator's driver is switched off there ({exp.disabled}) and "
@@ -90,14 +92,14 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> Verdict | No
             values=switch_values(exp.disabled, NVIDIA.title("driver")),
         )
     if exp.paused:
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.upgrade-in-progress",
             f"node {name}: {NVIDIA.name} driver upgrade in progress ({exp.paused}); its GPUs return "
             "when the driver pod is back",
         )
     if plan.platform == "GKE" and GKE in plan.stacks and not exp.host:
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.not-installed",
             f"node {name}: GKE does not install the driver on this node (no "
@@ -132,7 +134,7 @@ def _waiting_in(view: StackView, node: str, init: str) -> bool:
     return False
 
 
-def mig_verdict(node: Obj, view: StackView) -> Verdict | None:
+def mig_verdict(node: Obj, view: StackView) -> NodeVerdict | None:
     lab = labels(node)
     state = lab.get(MIG_CONFIG_STATE)
     config = lab.get(MIG_CONFIG, "?")
@@ -143,7 +145,7 @@ def mig_verdict(node: Obj, view: StackView) -> Verdict | None:
     mgr = f"; {manager.text}" if manager is not None else ""
     pod = manager.pod if manager is not None else ""
     if state == "failed":
-        return Verdict(
+        return NodeVerdict(
             False,
             "driver.mig-config-failed",
             f"node {name_of(node)}: MIG reconfiguration to {config} failed "
@@ -151,7 +153,7 @@ def mig_verdict(node: Obj, view: StackView) -> Verdict | None:
             detail,
             pod,
         )
-    return Verdict(
+    return NodeVerdict(
         False,
         "device-plugin.mig-reconfiguring",
         f"node {name_of(node)}: MIG reconfiguration to {config} in progress (state {state}); "

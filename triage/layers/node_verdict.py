@@ -1,4 +1,4 @@
-"""What a node-level layer (driver, device plugin) says about one node: a `Verdict`, and the
+"""What a node-level layer (driver, device plugin) says about one node: a `NodeVerdict`, and the
 helpers that word it and fill the playbook's placeholders."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from triage.vendors.nvidia import DEPLOY, GKE, OPERATOR
 
 
 @dataclass(slots=True)
-class Verdict:
+class NodeVerdict:
     ok: bool
     code: str = ""
     text: str = ""
@@ -31,8 +31,8 @@ def stack_text(exp: Expectation, default: str) -> str:
     return default
 
 
-def state_verdict(code: str, name: str, state: ComponentState, text: str) -> Verdict:
-    return Verdict(False, code, f"node {name}: {text}", state.detail, state.pod)
+def state_verdict(code: str, name: str, state: ComponentState, text: str) -> NodeVerdict:
+    return NodeVerdict(False, code, f"node {name}: {text}", state.detail, state.pod)
 
 
 def ds_values(comp: Component) -> dict[str, str]:
