@@ -10,7 +10,7 @@ from assist.ask import Assistant
 from assist.prompting import DATA_CLOSE, DATA_OPEN, as_data, scrub
 from assist.summary import check_summary, summarize, summary_messages
 from tests.assist.fakes import backend, fixture_source, scripted
-from tests.engine.mini import Obj, cluster, event, node, operator_pods, pod
+from tests.builders import Obj, cluster, event, node, operator_pods, pod
 from triage import MemorySource, TriageReport, triage
 
 GOOD = (

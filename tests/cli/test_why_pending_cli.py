@@ -154,7 +154,7 @@ def test_live_cluster_through_the_cli_uses_the_context_namespace(tmp_path: Path)
     import yaml
 
     from kube.testing import TOKEN, FakeApiServer
-    from tests.engine.mini import namespace, node, operator_pods, pod
+    from tests.builders import namespace, node, operator_pods, pod
 
     objs = [
         node("a1", cordoned=True),

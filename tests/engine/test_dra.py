@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import H100, cluster, node, operator_pods, pod, without_gpus
+from tests.builders import H100, cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, TriageReport, triage
 from triage.layers.scheduling.dra import Device, selector_matches
 

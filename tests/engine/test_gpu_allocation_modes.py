@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.engine.mini import A100, cluster, node, operator_pods, pod
+from tests.builders import A100, cluster, node, operator_pods, pod
 from triage import Layer, Status, triage
 from triage.model import TriageReport
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.mini import cluster, node, pod
+from tests.builders import cluster, node, pod
 from triage import (
     InvalidNameError,
     MalformedSnapshotError,

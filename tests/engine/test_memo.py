@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import triage.layers.health as health
-from tests.engine.mini import cluster, node, operator_pods, pod, without_gpus
+from tests.builders import cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, MemorySource, triage
 
 

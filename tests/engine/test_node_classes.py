@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.mini import A100, H100, cluster, node, operator_pods, pod
+from tests.builders import A100, H100, cluster, node, operator_pods, pod
 from triage import Layer, TriageReport, triage
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.mini import (
+from tests.builders import (
     A100,
     H100,
     OPNS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import cluster, pod
+from tests.builders import cluster, pod
 from triage.fleet import stuck_workloads
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import cluster, event, node, operator_pods, pod
+from tests.builders import cluster, event, node, operator_pods, pod
 from triage import ForbiddenError, MemorySource, triage
 from triage.cluster.source import UnavailableError
 from triage.fleet import sweep

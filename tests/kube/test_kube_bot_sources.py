@@ -11,7 +11,7 @@ import pytest
 from gpu_triage.cmd_bot import _sources
 from kube.cache import CachedSource
 from kube.testing import FakeApiServer
-from tests.engine.mini import node, operator_pods, pod
+from tests.builders import node, operator_pods, pod
 from triage import Layer, triage
 
 

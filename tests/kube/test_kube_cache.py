@@ -16,7 +16,7 @@ from kube.errors import ConfigError
 from kube.live import LiveSource
 from kube.slim import projection
 from kube.testing import FakeApiServer, write_kubeconfig
-from tests.kube.kube_objs import event, node, pod
+from tests.builders import event, node, pod
 from triage.cluster.memory import MemorySource
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError, UnavailableError
@@ -39,7 +39,16 @@ def seed(api: FakeApiServer) -> None:
     for i in range(4):
         api.apply(node(f"n{i}"))
     for i in range(30):
-        api.apply(pod(f"p{i:02d}", node=f"n{i % 4}", gpu=i % 3, ns=f"team-{i % 2}"))
+        api.apply(
+            pod(
+                f"p{i:02d}",
+                node_name=f"n{i % 4}",
+                gpus=i % 3,
+                ns=f"team-{i % 2}",
+                phase="Running",
+                selector={},
+            )
+        )
     api.apply({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "team-0"}})
 
 
@@ -90,9 +99,13 @@ def test_initial_sync_matches_a_memory_source(cache: CachedSource, kubeconfig: s
 def test_converges_after_adds_updates_deletes(
     api: FakeApiServer, cache: CachedSource, kubeconfig: str
 ) -> None:
-    api.apply(pod("new", node="n1", gpu=4))
-    api.apply(pod("p00", node="n2", gpu=1, ns="team-0"))  # moved and resized
-    api.apply(pod("p01", node="n1", gpu=1, ns="team-1", phase="Succeeded"))  # finished
+    api.apply(pod("new", node_name="n1", gpus=4, phase="Running", selector={}))
+    api.apply(
+        pod("p00", node_name="n2", gpus=1, ns="team-0", phase="Running", selector={})
+    )  # moved and resized
+    api.apply(
+        pod("p01", node_name="n1", gpus=1, ns="team-1", phase="Succeeded", selector={})
+    )  # finished
     api.delete("Pod", "p02", namespace="team-0")
     api.delete("Node", "n3")
     api.apply(node("n9", gpus=2))
@@ -108,7 +121,9 @@ def test_expired_resource_version_relists(
     api: FakeApiServer, cache: CachedSource, kubeconfig: str
 ) -> None:
     pods = cache._informers["Pod"]
-    api.apply(pod("missed", node="n0", gpu=8), record=False)  # the watch never hears of it
+    api.apply(
+        pod("missed", node_name="n0", gpus=8, phase="Running", selector={}), record=False
+    )  # the watch never hears of it
     api.compact()
     api.drop_watches()
     wait_for(lambda: pods.relists >= 1)
@@ -122,7 +137,7 @@ def test_dropped_watch_resumes_without_relisting(
     watches = api.count(path_contains="/pods", watch=True)
     lists = api.count(path_contains="/pods", watch=False)
     api.drop_watches()
-    api.apply(pod("after-drop", node="n2", gpu=2))
+    api.apply(pod("after-drop", node_name="n2", gpus=2, phase="Running", selector={}))
     wait_for(lambda: cache.get("Pod", "after-drop", namespace="team-a") is not None)
     assert api.count(path_contains="/pods", watch=True) > watches
     assert cache._informers["Pod"].relists == 0
@@ -131,7 +146,9 @@ def test_dropped_watch_resumes_without_relisting(
 
 
 def test_warm_triage_reads_cost_one_request(api: FakeApiServer, cache: CachedSource) -> None:
-    api.apply(event("e1", ns="team-0", kind="Pod", obj="p00", reason="FailedScheduling"))
+    api.apply(
+        event(event_name="e1", ns="team-0", kind="Pod", name="p00", reason="FailedScheduling")
+    )
     before = api.count(watch=False)
     cache.get("Namespace", "team-0")
     cache.get("Pod", "p00", namespace="team-0")
@@ -213,9 +230,10 @@ def test_usage_index_equals_recomputation() -> None:
         name = f"p{step % 7}"
         new = pod(
             name,
-            node=f"n{step % 3}",
-            gpu=step % 4,
+            node_name=f"n{step % 3}",
+            gpus=step % 4,
             phase="Succeeded" if step % 5 == 0 else "Running",
+            selector={},
         )
         index.change(pods.get(name), new)
         pods[name] = new
@@ -296,7 +314,14 @@ def test_metrics_tell_a_forbidden_kind_from_a_broken_watch(
 
 
 def _owned(name: str, job: str, *, phase: str = "Running", ns: str = "team-0") -> Obj:
-    p = pod(name, node="n0" if phase == "Running" else None, gpu=1, ns=ns, phase=phase)
+    p = pod(
+        name,
+        node_name="n0" if phase == "Running" else None,
+        gpus=1,
+        ns=ns,
+        phase=phase,
+        selector={},
+    )
     p["metadata"]["ownerReferences"] = [{"kind": "Job", "name": job, "controller": True}]
     return p
 
@@ -427,7 +452,8 @@ def test_a_heartbeat_keeps_the_cached_node_and_a_real_change_replaces_it(
         {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-05T10:00:00Z"}
     ]
     api.apply(beat)
-    wait_for(lambda: (cache.get("Node", "n1") or {}).get("status", {}).get("conditions"))
+    first = str(api.rv)
+    wait_for(lambda: cache.resource_version("Node") == first)
     held = cache.get("Node", "n1")
     beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-12-05T10:05:00Z"
     api.apply(beat)
@@ -453,7 +479,7 @@ def test_a_list_is_handed_out_again_until_something_in_it_changes(
     )
     every_pod = cache.objects("Pod")
     assert cache.objects("Node") is nodes and cache.objects("Pod") is every_pod
-    api.apply(pod("late", node="n1", gpu=1, ns="team-0"))
+    api.apply(pod("late", node_name="n1", gpus=1, ns="team-0", phase="Running", selector={}))
     wait_for(lambda: cache.objects("Pod", namespace="team-0") is not team0)
     assert "late" in {p["metadata"]["name"] for p in cache.objects("Pod", namespace="team-0")}
     assert "late" not in {p["metadata"]["name"] for p in team0}
@@ -497,7 +523,7 @@ def test_a_server_without_the_watch_list_protocol_is_listed_page_by_page(
         assert src.start().wait_synced(10)
         assert same_as_fresh_list(src, kubeconfig)
         assert src.stats()["synced_by_watch_list"] == 0 and src.stats()["api_requests"] > 0
-        api.apply(pod("missed", node="n0", gpu=8), record=False)
+        api.apply(pod("missed", node_name="n0", gpus=8, phase="Running", selector={}), record=False)
         api.compact()
         api.drop_watches()  # the informer relists: by list, without asking for a stream again
         wait_for(lambda: src._informers["Pod"].relists >= 1)
@@ -513,7 +539,7 @@ def test_the_watch_list_stream_syncs_every_kind_and_a_relist_streams_again(
 ) -> None:
     assert cache.stats()["synced_by_watch_list"] == len(cache.health())
     assert not [p for p, q in api.requests if "watch" not in q]  # not one list page
-    api.apply(pod("missed", node="n0", gpu=8), record=False)
+    api.apply(pod("missed", node_name="n0", gpus=8, phase="Running", selector={}), record=False)
     api.compact()
     api.drop_watches()
     wait_for(lambda: cache._informers["Pod"].relists >= 1)

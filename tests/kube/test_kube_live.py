@@ -13,7 +13,7 @@ import pytest
 from kube.errors import ConfigError, UnauthorizedError
 from kube.live import LiveSource, connect
 from kube.testing import FakeApiServer
-from tests.kube.kube_objs import event, node, pod
+from tests.builders import event, node, pod
 from triage.cluster.memory import MemorySource
 from triage.cluster.source import ForbiddenError, UnavailableError
 
@@ -39,7 +39,7 @@ def test_no_kubeconfig_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_list_follows_continue_tokens_and_adds_kind(api: FakeApiServer, kubeconfig: str) -> None:
     for i in range(1203):
-        api.apply(pod(f"p{i:04d}", node="n1"))
+        api.apply(pod(f"p{i:04d}", node_name="n1", gpus=0, phase="Running", selector={}))
     src = connect(kubeconfig=kubeconfig)
     pods = src.objects("Pod")
     assert sorted(p["metadata"]["name"] for p in pods) == [f"p{i:04d}" for i in range(1203)]
@@ -50,8 +50,8 @@ def test_list_follows_continue_tokens_and_adds_kind(api: FakeApiServer, kubeconf
 
 
 def test_namespaced_list_and_get(api: FakeApiServer, kubeconfig: str) -> None:
-    api.apply(pod("a", ns="team-a"))
-    api.apply(pod("b", ns="team-b"))
+    api.apply(pod("a", ns="team-a", gpus=0, phase="Running", selector={}))
+    api.apply(pod("b", ns="team-b", gpus=0, phase="Running", selector={}))
     api.apply({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "team-a"}})
     src = connect(kubeconfig=kubeconfig)
     assert [p["metadata"]["name"] for p in src.objects("Pod", namespace="team-b")] == ["b"]
@@ -132,10 +132,12 @@ def test_closed_port_is_unavailable_quickly(tmp_path: Path) -> None:
 
 
 def test_events_for_is_one_field_selected_request(api: FakeApiServer, kubeconfig: str) -> None:
-    api.apply(event("e1", ns="team-a", kind="Pod", obj="train", reason="FailedScheduling"))
-    api.apply(event("e2", ns="team-a", kind="Pod", obj="other", reason="Pulled"))
-    api.apply(event("e3", ns="team-a", kind="Job", obj="train", reason="FailedCreate"))
-    api.apply(event("e4", ns="team-b", kind="Pod", obj="train", reason="Pulled"))
+    api.apply(
+        event(event_name="e1", ns="team-a", kind="Pod", name="train", reason="FailedScheduling")
+    )
+    api.apply(event(event_name="e2", ns="team-a", kind="Pod", name="other", reason="Pulled"))
+    api.apply(event(event_name="e3", ns="team-a", kind="Job", name="train", reason="FailedCreate"))
+    api.apply(event(event_name="e4", ns="team-b", kind="Pod", name="train", reason="Pulled"))
     src = connect(kubeconfig=kubeconfig)
     before = len(api.requests)
     evs = src.events_for(namespace="team-a", kind="Pod", name="train")
@@ -151,11 +153,11 @@ def test_node_usage_counts_active_pods_once(api: FakeApiServer, kubeconfig: str)
     objs = [
         node("n1"),
         node("n2"),
-        pod("a", node="n1", gpu=2, cpu="500m"),
-        pod("b", node="n1", gpu=1),
-        pod("done", node="n1", gpu=4, phase="Succeeded"),
-        pod("failed", node="n2", gpu=4, phase="Failed"),
-        pod("pending", gpu=8, phase="Pending"),
+        pod("a", node_name="n1", gpus=2, cpu="500m", phase="Running", selector={}),
+        pod("b", node_name="n1", gpus=1, cpu="1", phase="Running", selector={}),
+        pod("done", node_name="n1", gpus=4, phase="Succeeded", selector={}),
+        pod("failed", node_name="n2", gpus=4, phase="Failed", selector={}),
+        pod("pending", gpus=8, phase="Pending", selector={}),
     ]
     for o in objs:
         api.apply(o)

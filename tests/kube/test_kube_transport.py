@@ -18,7 +18,7 @@ from kube.errors import NotKubernetesError, TLSError
 from kube.live import LiveSource, list_objects
 from kube.testing import FakeApiServer
 from kube.transport import Deadline
-from tests.kube.kube_objs import node
+from tests.builders import node
 from triage.cluster.source import KINDS, DeadlineExceededError, UnavailableError
 
 

@@ -16,7 +16,7 @@ import pytest
 from kube.cache import CachedSource
 from kube.client import RawClient, load_client
 from kube.testing import FakeApiServer
-from tests.kube.kube_objs import event, node, pod
+from tests.builders import event, node, pod
 from triage import load_playbook, triage
 from triage.cluster.memory import MemorySource
 
@@ -49,11 +49,11 @@ def cluster() -> list[dict[str, Any]]:
     del broken["status"]["allocatable"]["nvidia.com/gpu"]
     objs.append(broken)
     for i in range(3):
-        objs.append(pod(f"busy-{i}", node=f"n{i}", gpu=8))
-    big = pod("big", gpu=16, phase="Pending")
-    wrong = pod("wrong", gpu=1, phase="Pending")
+        objs.append(pod(f"busy-{i}", node_name=f"n{i}", gpus=8, phase="Running", selector={}))
+    big = pod("big", gpus=16, phase="Pending", selector={})
+    wrong = pod("wrong", gpus=1, phase="Pending", selector={})
     wrong["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "H100"}
-    small = pod("small", gpu=1, phase="Pending")
+    small = pod("small", gpus=1, phase="Pending", selector={})
     for p in (big, wrong, small):
         p["spec"]["containers"][0]["env"] = [{"name": "A", "value": "b"}]
         p["status"]["conditions"] = [
@@ -65,7 +65,9 @@ def cluster() -> list[dict[str, Any]]:
             }
         ]
         objs.append(p)
-    objs.append(event("big.1", ns="team-a", kind="Pod", obj="big", reason="FailedScheduling"))
+    objs.append(
+        event(event_name="big.1", ns="team-a", kind="Pod", name="big", reason="FailedScheduling")
+    )
     return objs
 
 

@@ -9,22 +9,22 @@ import pytest
 
 from kube.access import missing_permissions, pod_write_permissions, required_reads
 from kube.client import RawClient, load_client
+from kube.testing import FakeApiServer
 from kube.testpod import LABEL, TestPod, manifest, writes_enabled
-from tests.verify.fake_api import WriteFake
 from triage.cluster.source import KINDS, ForbiddenError, UnavailableError
 
 POD = "gpu-triage-test-x0001"
 
 
 @pytest.fixture
-def fake() -> Iterator[WriteFake]:
-    with WriteFake() as f:
+def fake() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as f:
         yield f
 
 
 @pytest.fixture
-def client(fake: WriteFake, tmp_path: Path) -> RawClient:
-    api, name = load_client(kubeconfig=fake.write_kubeconfig(tmp_path / "kc"))
+def client(fake: FakeApiServer, tmp_path: Path) -> RawClient:
+    api, name = load_client(kubeconfig=str(fake.write_kubeconfig(tmp_path / "kc")))
     return RawClient(api, cluster_name=name)
 
 
@@ -41,20 +41,20 @@ def test_required_reads_cover_every_kind_with_get_list_watch() -> None:
     ]
 
 
-def test_access_review_lists_exactly_what_is_denied(fake: WriteFake, client: RawClient) -> None:
+def test_access_review_lists_exactly_what_is_denied(fake: FakeApiServer, client: RawClient) -> None:
     assert missing_permissions(client) == []
-    assert len(fake.reviews) == 3 * len(KINDS) + 1
-    assert fake.reviews[-1]["name"] == "cluster-autoscaler-status"
-    fake.denied |= {("list", "", "events"), ("watch", "nvidia.com", "clusterpolicies")}
+    assert len(fake.writes.reviews) == 3 * len(KINDS) + 1
+    assert fake.writes.reviews[-1]["name"] == "cluster-autoscaler-status"
+    fake.writes.denied |= {("list", "", "events"), ("watch", "nvidia.com", "clusterpolicies")}
     assert missing_permissions(client) == [
         "watch clusterpolicies.nvidia.com (cluster-wide)",
         "list events (cluster-wide)",
     ]
-    fake.denied.add(("create", "", "pods"))
+    fake.writes.denied.add(("create", "", "pods"))
     assert missing_permissions(client, pod_write_permissions("gpu-checks")) == [
         "create pods in namespace gpu-checks"
     ]
-    assert fake.reviews[-2] == {
+    assert fake.writes.reviews[-2] == {
         "verb": "create",
         "group": "",
         "resource": "pods",
@@ -62,8 +62,8 @@ def test_access_review_lists_exactly_what_is_denied(fake: WriteFake, client: Raw
     }
 
 
-def test_access_review_unreachable_is_one_line(client: RawClient, fake: WriteFake) -> None:
-    fake.fail[("POST", "selfsubjectaccessreviews")] = 503
+def test_access_review_unreachable_is_one_line(client: RawClient, fake: FakeApiServer) -> None:
+    fake.fail_calls[("POST", "selfsubjectaccessreviews")] = 503
     with pytest.raises(UnavailableError, match="answered 503 to create selfsubject"):
         missing_permissions(client)
 
@@ -88,16 +88,16 @@ def test_manifest_pins_one_gpu_to_the_node() -> None:
     assert term["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["g1"]
 
 
-def test_success_reports_and_deletes(fake: WriteFake, client: RawClient) -> None:
-    fake.script = [{"status": {"phase": "Pending"}}, RUNNING, DONE]
+def test_success_reports_and_deletes(fake: FakeApiServer, client: RawClient) -> None:
+    fake.writes.script = [{"status": {"phase": "Pending"}}, RUNNING, DONE]
     r = _probe(client).run("g1")
     assert (r.outcome, r.scheduled, r.deleted) == ("succeeded", True, True)
     assert fake.methods("DELETE") == [f"/api/v1/namespaces/default/pods/{POD}"]
-    assert fake.pods == {}
+    assert fake.objects_of("Pod") == []
 
 
 def test_container_start_failure_is_reported_with_events(
-    fake: WriteFake, client: RawClient
+    fake: FakeApiServer, client: RawClient
 ) -> None:
     waiting = {
         "waiting": {
@@ -105,7 +105,7 @@ def test_container_start_failure_is_reported_with_events(
             "message": "nvidia-container-cli: initialization error: nvml error: driver not loaded",
         }
     }
-    fake.script = [
+    fake.writes.script = [
         {
             "nodeName": "g1",
             "status": {
@@ -114,24 +114,26 @@ def test_container_start_failure_is_reported_with_events(
             },
         }
     ]
-    fake.events = [
+    fake.apply(
         {
-            "metadata": {"name": "e1"},
-            "involvedObject": {"kind": "Pod", "name": POD},
+            "kind": "Event",
+            "apiVersion": "v1",
+            "metadata": {"name": "e1", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": POD, "namespace": "default"},
             "reason": "Failed",
             "message": "Error: failed to create containerd task",
             "type": "Warning",
             "lastTimestamp": "2026-12-02T13:00:00Z",
         }
-    ]
+    )
     r = _probe(client).run("g1")
     assert r.outcome == "failed" and "driver not loaded" in r.summary
     assert "event Failed: Error: failed to create containerd task" in r.evidence
     assert r.deleted and len(fake.methods("DELETE")) == 1
 
 
-def test_timeout_unscheduled_still_deletes(fake: WriteFake, client: RawClient) -> None:
-    fake.script = [
+def test_timeout_unscheduled_still_deletes(fake: FakeApiServer, client: RawClient) -> None:
+    fake.writes.script = [
         {
             "status": {
                 "phase": "Pending",
@@ -154,21 +156,21 @@ def test_timeout_unscheduled_still_deletes(fake: WriteFake, client: RawClient) -
     assert fake.methods("DELETE") == [f"/api/v1/namespaces/default/pods/{POD}"]
 
 
-def test_timeout_after_binding(fake: WriteFake, client: RawClient) -> None:
-    fake.script = [RUNNING]
+def test_timeout_after_binding(fake: FakeApiServer, client: RawClient) -> None:
+    fake.writes.script = [RUNNING]
     r = _probe(client).run("g1")
     assert r.outcome == "timeout" and r.scheduled and r.deleted
 
 
-def test_api_error_after_create_still_deletes(fake: WriteFake, client: RawClient) -> None:
-    fake.fail[("GET", f"/pods/{POD}")] = 500
+def test_api_error_after_create_still_deletes(fake: FakeApiServer, client: RawClient) -> None:
+    fake.fail_calls[("GET", f"/pods/{POD}")] = 500
     with pytest.raises(UnavailableError, match="answered 500"):
         _probe(client).run("g1")
     assert fake.methods("DELETE") == [f"/api/v1/namespaces/default/pods/{POD}"]
 
 
-def test_interrupt_still_deletes(fake: WriteFake, client: RawClient) -> None:
-    fake.script = [RUNNING]
+def test_interrupt_still_deletes(fake: FakeApiServer, client: RawClient) -> None:
+    fake.writes.script = [RUNNING]
 
     def interrupt(_: float) -> None:
         raise KeyboardInterrupt
@@ -179,15 +181,15 @@ def test_interrupt_still_deletes(fake: WriteFake, client: RawClient) -> None:
     assert fake.methods("DELETE") == [f"/api/v1/namespaces/default/pods/{POD}"]
 
 
-def test_failed_delete_is_reported_not_hidden(fake: WriteFake, client: RawClient) -> None:
-    fake.script = [DONE]
-    fake.fail[("DELETE", f"/pods/{POD}")] = 500
+def test_failed_delete_is_reported_not_hidden(fake: FakeApiServer, client: RawClient) -> None:
+    fake.writes.script = [DONE]
+    fake.fail_calls[("DELETE", f"/pods/{POD}")] = 500
     r = _probe(client).run("g1")
     assert r.outcome == "succeeded" and r.deleted is False
 
 
-def test_forbidden_create_names_the_grant(fake: WriteFake, client: RawClient) -> None:
-    fake.fail[("POST", "/namespaces/default/pods")] = 403
+def test_forbidden_create_names_the_grant(fake: FakeApiServer, client: RawClient) -> None:
+    fake.fail_calls[("POST", "/namespaces/default/pods")] = 403
     with pytest.raises(ForbiddenError, match="grant create on pods in default"):
         _probe(client).run("g1")
     assert fake.methods("DELETE") == []

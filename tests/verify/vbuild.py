@@ -1,11 +1,11 @@
 """Small, realistic clusters for node verification: one healthy GPU node per call, then the
-tests break exactly one thing. Builds on tests/engine/mini.py (node and pod shapes)."""
+tests break exactly one thing. Builds on tests/builders.py (node and pod shapes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.mini import OPNS, namespace, node, operator_pod
+from tests.builders import OPNS, namespace, node, operator_pod
 from triage import MemorySource
 
 Obj = dict[str, Any]

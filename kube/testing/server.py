@@ -1,19 +1,14 @@
-"""A loopback fake Kubernetes API server for tests and the benchmark.
+"""`FakeApiServer`: objects in memory, served over HTTP on loopback, with faults to inject.
 
-kmock's emulator serves neither `limit`/`continue` pagination, field selectors, resource
-versions, 410 Gone nor dropped watches, which is exactly what the live adapter and the cache
-must get right; so this stdlib server speaks that part of the wire protocol. It holds objects
-in memory, serves get/list (paginated, field-selected) and watch (chunked, newline-delimited),
-counts requests, and can inject faults: 401/403/5xx (per request or per resource, with
-`Retry-After`), expired continue tokens, a body trickled a byte at a time, an answer that is no
-Kubernetes API's; and it can drop watches and compact its history.
+GET serves an object, a list (paginated, field-selected, continue tokens that can be made to
+expire) or a watch (`kube.testing.watch`); POST and DELETE serve the two writes the product
+makes (`kube.testing.writes`: access reviews and the test pod).
 """
 
 from __future__ import annotations
 
 import base64
 import bisect
-import contextlib
 import json
 import ssl
 import threading
@@ -23,12 +18,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
+from kube.testing.watch import serve_watch
+from kube.testing.wire import TOKEN, matches, route, status_body, write_kubeconfig
+from kube.testing.writes import REVIEWS, Writes
 from triage.cluster.objects import Obj
 from triage.cluster.source import ALL_KINDS, ResourceType
-
-TOKEN = "fake-token"
 
 
 @dataclass
@@ -38,70 +34,6 @@ class _Resource:
     sorted_keys: list[tuple[str, str]] | None = None
     history: list[tuple[int, bytes]] = field(default_factory=list)  # (rv, watch-event line)
     views: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
-
-
-def _route(path: str) -> tuple[ResourceType, str | None, str | None] | None:
-    parts = [unquote(p) for p in path.strip("/").split("/")]
-    if parts[:1] == ["api"] and len(parts) >= 3:
-        group, version, rest = "", parts[1], parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) >= 4:
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        return None
-    namespace = None
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        namespace, rest = rest[1], rest[2:]
-    if not rest or len(rest) > 2:
-        return None
-    for rt in ALL_KINDS.values():
-        if (rt.group, rt.version, rt.plural) == (group, version, rest[0]):
-            return rt, namespace, rest[1] if len(rest) == 2 else None
-    return None
-
-
-def _field(obj: Obj, path: str) -> str:
-    cur: Any = obj
-    for part in path.split("."):
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    return "" if cur is None else str(cur)
-
-
-def _matches(obj: Obj, selector: str) -> bool:
-    for term in filter(None, selector.split(",")):
-        if "!=" in term:
-            k, v = term.split("!=", 1)
-            if _field(obj, k) == v:
-                return False
-        else:
-            k, v = term.replace("==", "=").split("=", 1)
-            if _field(obj, k) != v:
-                return False
-    return True
-
-
-def _status(code: int, reason: str, message: str) -> bytes:
-    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code}
-    return json.dumps(body | {"reason": reason, "message": message}).encode()
-
-
-def write_kubeconfig(
-    url: str, path: Path, *, context: str = "fake", ca_pem: bytes | None = None
-) -> Path:
-    """A kubeconfig whose one context reaches a fake API server at `url` (trusting the CA in
-    `ca_pem`, when given, for an https one)."""
-    cluster: dict[str, Any] = {"server": url}
-    if ca_pem is not None:
-        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
-    cfg = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": context, "cluster": cluster}],
-        "users": [{"name": context, "user": {"token": TOKEN}}],
-        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-        "current-context": context,
-    }
-    path.write_text(json.dumps(cfg))
-    return path
 
 
 class FakeApiServer:
@@ -124,6 +56,9 @@ class FakeApiServer:
         self.expire_continue = 0  # the next N requests with a continue token answer 410 Gone
         self.trickle = 0.0  # seconds between the bytes of every get or list answer
         self.not_kubernetes = False  # answer every request as a web server would: 404 text
+        self.writes = Writes()  # access reviews and pods created through POST
+        self.calls: list[tuple[str, str]] = []  # (method, path) of every request
+        self.fail_calls: dict[tuple[str, str], int] = {}  # (method, path suffix) -> status
         self.latency = 0.0  # seconds every get and list takes (a slow API server); not watches
         # Serves the watch-list protocol (sendInitialEvents), as Kubernetes 1.32+ does; False:
         # refuses it with 422, as a server with the WatchList feature off does; None: ignores
@@ -231,6 +166,17 @@ class FakeApiServer:
             self._drops += 1
             self._cond.notify_all()
 
+    def methods(self, method: str) -> list[str]:
+        """The paths of every request of `method` received so far."""
+        with self._cond:
+            return [p for m, p in self.calls if m == method]
+
+    def objects_of(self, kind: str) -> list[Obj]:
+        """Copies of every stored object of `kind`."""
+        with self._cond:
+            found = [o for o, _ in self._res[kind].items.values()]
+        return [json.loads(json.dumps(o)) for o in found]
+
     def count(self, *, path_contains: str = "", watch: bool | None = None) -> int:
         with self._cond:
             return sum(
@@ -243,27 +189,29 @@ class FakeApiServer:
 
     def _error_for(self, rt: ResourceType, ns: str | None) -> tuple[int, bytes] | None:
         if self.unauthorized:
-            return 401, _status(401, "Unauthorized", "Unauthorized")
+            return 401, status_body(401, "Unauthorized", "Unauthorized")
         if rt.group in self.not_installed:
-            return 404, _status(404, "NotFound", "the server could not find the requested resource")
+            return 404, status_body(
+                404, "NotFound", "the server could not find the requested resource"
+            )
         if {(rt.plural, "*"), (rt.plural, ns)} & self.forbidden:
             msg = f'{rt.plural} is forbidden: User "x" cannot list resource "{rt.plural}"'
-            return 403, _status(403, "Forbidden", msg)
+            return 403, status_body(403, "Forbidden", msg)
         if rt.plural in self.fail_on:
             code = self.fail_on[rt.plural]
-            return code, _status(code, "InternalError", f"injected failure on {rt.plural}")
+            return code, status_body(code, "InternalError", f"injected failure on {rt.plural}")
         if self.fail_statuses:
             injected = self.fail_statuses.pop(0)
             if isinstance(injected, tuple):
                 injected, self._retry_after = injected
-            return injected, _status(injected, "InternalError", "injected failure")
+            return injected, status_body(injected, "InternalError", "injected failure")
         return None
 
     def _get(self, rt: ResourceType, ns: str | None, name: str) -> tuple[int, bytes]:
         with self._cond:
             found = self._res[rt.kind].items.get((ns or "", name))
         if found is None:
-            return 404, _status(404, "NotFound", f'{rt.plural} "{name}" not found')
+            return 404, status_body(404, "NotFound", f'{rt.plural} "{name}" not found')
         obj = found[0]
         return 200, json.dumps({"kind": rt.kind, "apiVersion": rt.api_version} | obj).encode()
 
@@ -279,7 +227,7 @@ class FakeApiServer:
                     k
                     for k in res.sorted_keys
                     if (ns is None or k[0] == ns)
-                    and (not selector or _matches(res.items[k][0], selector))
+                    and (not selector or matches(res.items[k][0], selector))
                 ]
                 res.views[(ns or "", selector)] = view
             start = 0
@@ -298,85 +246,10 @@ class FakeApiServer:
         body = head[:-1].encode() + b', "metadata": ' + json.dumps(meta).encode()
         return 200, body + b', "items": [' + b",".join(chunks) + b"]}"
 
-    def _watch(self, handler: BaseHTTPRequestHandler, rt: ResourceType, q: dict[str, str]) -> None:
-        res = self._res[rt.kind]
-        timeout = float(q.get("timeoutSeconds") or 300)
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.end_headers()
-
-        def send(data: bytes) -> None:
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            handler.wfile.flush()
-
-        initial = q.get("sendInitialEvents") == "true" and self.watch_list is True
-        with self._cond:
-            drops, since = self._drops, int(q.get("resourceVersion") or 0)
-            if initial:  # every object, then the bookmark that says the state is complete
-                end = {"metadata": {"resourceVersion": str(self.rv),
-                                    "annotations": {"k8s.io/initial-events-end": "true"}}}  # fmt: skip
-                since, pending = (
-                    self.rv,
-                    [
-                        b'{"type": "ADDED", "object": ' + raw + b"}\n"
-                        for _, raw in res.items.values()
-                    ]
-                    + [json.dumps({"type": "BOOKMARK", "object": end}).encode() + b"\n"],
-                )
-            elif since < self.min_rv:
-                gone = _status(410, "Expired", f"too old resource version: {since}")
-                pending = [
-                    json.dumps({"type": "ERROR", "object": json.loads(gone)}).encode() + b"\n"
-                ]
-                since = -1
-            elif not since:
-                since, pending = (
-                    self.rv,
-                    [
-                        json.dumps({"type": "ADDED", "object": o}).encode() + b"\n"
-                        for o, _ in res.items.values()
-                    ],
-                )
-            else:
-                pending = []
-        deadline = _now() + timeout
-        try:
-            while True:
-                for line in pending:
-                    send(line)
-                if since < 0:
-                    break
-                with self._cond:
-                    while not self._stopping and drops == self._drops and _now() < deadline:
-                        i = bisect.bisect_right(res.history, (since, b"\xff"))
-                        if i < len(res.history):
-                            pending = [line for _, line in res.history[i:]]
-                            since = res.history[-1][0]
-                            break
-                        self._cond.wait(min(1.0, max(0.0, deadline - _now())))
-                    else:
-                        if drops != self._drops or self._stopping:
-                            handler.close_connection = True
-                            handler.wfile.flush()
-                            with contextlib.suppress(OSError):  # the client may be gone
-                                handler.connection.shutdown(2)  # abrupt: no final chunk
-                            return
-                        break
-            send(b"")
-        except (BrokenPipeError, ConnectionResetError):
-            handler.close_connection = True
-
 
 class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # a cache opens ~20 watches at once; the default 5 drops SYNs
     daemon_threads = True
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
 
 
 def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
@@ -387,7 +260,8 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _reply(self, code: int, body: bytes, *, kind: str = "application/json") -> None:
+        def _reply(self, code: int, body: bytes) -> None:
+            kind = "text/html" if body.startswith(b"<") else "application/json"
             self.send_response(code)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -406,19 +280,71 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
                 time.sleep(server.trickle)
 
+        def _refused(self, method: str, path: str) -> tuple[int, bytes] | None:
+            """What answers a request before it is served: no API server, bad credentials,
+            an injected failure for this method and path."""
+            with server._cond:
+                server.calls.append((method, path))
+                injected = next(
+                    (code for (m, suffix), code in server.fail_calls.items()
+                     if m == method and path.endswith(suffix)),
+                    None,
+                )  # fmt: skip
+            if server.not_kubernetes:
+                return 404, b"<html>404 Not Found</html>"
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return 401, status_body(401, "Unauthorized", "Unauthorized")
+            if injected is not None:
+                return injected, status_body(injected, "InternalError", "injected failure")
+            return None
+
+        def _body(self) -> Obj:
+            n = int(self.headers.get("Content-Length") or 0)
+            data = json.loads(self.rfile.read(n)) if n else {}
+            return data if isinstance(data, dict) else {}
+
+        def do_POST(self) -> None:
+            path = urlsplit(self.path).path
+            body = self._body()
+            refused = self._refused("POST", path)
+            if refused is not None:
+                return self._reply(*refused)
+            if path == REVIEWS:
+                return self._reply(201, json.dumps(server.writes.review(body)).encode())
+            found = route(path)
+            if found is not None and found[0].kind == "Pod" and found[1] and not found[2]:
+                pod = server.writes.create_pod(server, found[1], body)
+                return self._reply(201, json.dumps(pod).encode())
+            return self._reply(404, status_body(404, "NotFound", "not found"))
+
+        def do_DELETE(self) -> None:
+            path = urlsplit(self.path).path
+            self._body()
+            refused = self._refused("DELETE", path)
+            if refused is not None:
+                return self._reply(*refused)
+            found = route(path)
+            if found is None or found[2] is None:
+                return self._reply(404, status_body(404, "NotFound", "not found"))
+            rt, ns, name = found[0], found[1], found[2]
+            gone = server.object(rt.kind, name, namespace=ns)
+            if gone is None:
+                return self._reply(404, status_body(404, "NotFound", f"{name} not found"))
+            server.delete(rt.kind, name, namespace=ns)
+            return self._reply(200, json.dumps(gone).encode())
+
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             q = {k: v[-1] for k, v in parse_qs(url.query).items()}
             with server._cond:
                 server.requests.append((url.path, q))
-            if server.not_kubernetes:
-                return self._reply(404, b"<html>404 Not Found</html>", kind="text/html")
-            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
-            route = _route(url.path)
-            if route is None:
-                return self._reply(404, _status(404, "NotFound", "not found"))
-            rt, ns, name = route
+            refused = self._refused("GET", url.path)
+            if refused is not None:
+                return self._reply(*refused)
+            found = route(url.path)
+            if found is None:
+                return self._reply(404, status_body(404, "NotFound", "not found"))
+            rt, ns, name = found
             error = server._error_for(rt, ns)
             if error:
                 return self._reply(*error)
@@ -427,12 +353,14 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             ):
                 why = "sendInitialEvents is forbidden" if not server.watch_list else (
                     "resourceVersionMatch must be NotOlderThan with sendInitialEvents")  # fmt: skip
-                return self._reply(422, _status(422, "Invalid", why))
+                return self._reply(422, status_body(422, "Invalid", why))
             if q.get("watch") in ("1", "true"):
-                return server._watch(self, rt, q)
+                return serve_watch(server, self, rt, q)
             if server.latency:
                 time.sleep(server.latency)
             if name:
+                if rt.kind == "Pod" and ns:
+                    server.writes.advance(server, ns, name)
                 return self._reply(*server._get(rt, ns, name))
             if q.get("continue"):
                 with server._cond:
@@ -442,7 +370,7 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     )
                 if expired:
                     gone = "The provided continue parameter is too old"
-                    return self._reply(410, _status(410, "Expired", gone))
+                    return self._reply(410, status_body(410, "Expired", gone))
             return self._reply(*server._list(rt, ns, q))
 
     return Handler
