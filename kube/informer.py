@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Literal
 
 from kube.client import GoneError, RawClient
+from kube.decode import event_decoder, list_decoder
 from kube.fastjson import gc_paused, loads
 from kube.live import WatchListRefused, list_objects, stream_objects
-from kube.slim import event_decoder, list_decoder, projection
+from kube.slim import projection
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError, key

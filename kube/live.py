@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kube.client import BUILTIN_GROUPS, GoneError, RawClient, context_namespace, load_client
+from kube.decode import list_decoder
 from kube.fastjson import gc_paused, loads
-from kube.slim import list_decoder
 from kube.transport import Deadline
 from triage.cluster.objects import Obj
 from triage.cluster.source import (

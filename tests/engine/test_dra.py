@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.builders import H100, cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, TriageReport, triage
-from triage.layers.scheduling.dra import Device, selector_matches
+from triage.layers.scheduling.dra_devices import Device, selector_matches
 
 DRIVER = "gpu.nvidia.com"
 

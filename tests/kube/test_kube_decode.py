@@ -12,7 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kube.slim import Sharer, list_decoder, projection
+from kube.decode import list_decoder
+from kube.slim import Sharer, projection
 from triage import MalformedSnapshotError, load_snapshot
 from triage.cluster.objects import Obj
 
@@ -70,7 +71,7 @@ def test_kinds_kept_whole_have_no_typed_decoder() -> None:
 def test_a_pod_keeps_its_uid_in_the_cache_only_when_a_claim_may_name_it() -> None:
     """A pod with claims keeps its uid (what a claim's reservations name it by); others do
     without it, and the engine reads the same reservations from either."""
-    from triage.layers.scheduling.dra import reserved_for_others
+    from triage.layers.scheduling.dra_devices import reserved_for_others
 
     base: Obj = {"kind": "Pod", "apiVersion": "v1",
                  "metadata": {"name": "train-0", "namespace": "a", "uid": "u-2"},
@@ -89,7 +90,7 @@ def test_a_pod_keeps_its_uid_in_the_cache_only_when_a_claim_may_name_it() -> Non
 def test_watch_events_decode_as_list_pages_do() -> None:
     """The watch-list stream's events keep what a list page keeps, and an event of an
     unexpected shape is decoded whole."""
-    from kube.slim import event_decoder
+    from kube.decode import event_decoder
 
     for kind in ("Pod", "Node"):
         decode = event_decoder(kind)

@@ -1,0 +1,212 @@
+"""Typed decoding of list pages and watch events: only the fields the projections read.
+
+A list page of pods is mostly what `kube.slim`'s projections drop (managedFields, env,
+mounts, probes, the token volume). Decoding it against the shapes below builds Python
+objects only for the fields the projections read and skips the rest inside the decoder: the
+projection then runs on small dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import msgspec
+import orjson
+
+_loads = orjson.loads
+
+# A list page of pods is mostly what the projections above drop (managedFields, env, mounts,
+# probes, the token volume). Decoding it against these shapes builds Python objects only for
+# the fields the projections read and skips the rest inside the decoder: the projection then
+# runs on small dicts. The shapes must name every field `slim_pod`/`slim_node` read (tests
+# compare typed and untyped decoding); values under them are decoded whole.
+
+
+class _Meta(TypedDict, total=False):
+    name: Any
+    namespace: Any
+    uid: Any
+    labels: Any
+    annotations: Any
+    ownerReferences: Any
+    creationTimestamp: Any
+    deletionTimestamp: Any
+    generation: Any
+
+
+class _Container(TypedDict, total=False):
+    name: Any
+    image: Any
+    resources: Any
+    restartPolicy: Any
+    ports: Any
+
+
+class _Volume(TypedDict, total=False):
+    name: Any
+    persistentVolumeClaim: Any
+    ephemeral: Any
+
+
+class _PodSpec(TypedDict, total=False):
+    nodeName: Any
+    nodeSelector: Any
+    affinity: Any
+    tolerations: Any
+    overhead: Any
+    priority: Any
+    priorityClassName: Any
+    preemptionPolicy: Any
+    runtimeClassName: Any
+    schedulingGates: Any
+    resourceClaims: Any
+    schedulerName: Any
+    serviceAccountName: Any
+    topologySpreadConstraints: Any
+    containers: list[_Container] | None
+    initContainers: list[_Container] | None
+    volumes: list[_Volume] | None
+
+
+class _ContainerStatus(TypedDict, total=False):
+    name: Any
+    state: Any
+    lastState: Any
+    ready: Any
+    started: Any
+    restartCount: Any
+
+
+class _PodStatus(TypedDict, total=False):
+    phase: Any
+    conditions: Any
+    reason: Any
+    message: Any
+    nominatedNodeName: Any
+    startTime: Any
+    qosClass: Any
+    resourceClaimStatuses: Any
+    containerStatuses: list[_ContainerStatus] | None
+    initContainerStatuses: list[_ContainerStatus] | None
+
+
+class _Pod(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _Meta | None
+    spec: _PodSpec | None
+    status: _PodStatus | None
+
+
+class _NodeStatus(TypedDict, total=False):
+    # Every NodeStatus field but images, volumesInUse and volumesAttached (_NODE_STATUS_DROP).
+    capacity: Any
+    allocatable: Any
+    phase: Any
+    conditions: Any
+    addresses: Any
+    daemonEndpoints: Any
+    nodeInfo: Any
+    config: Any
+    runtimeHandlers: Any
+    features: Any
+    declaredFeatures: Any
+
+
+class _Node(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _Meta | None
+    spec: Any
+    status: _NodeStatus | None
+
+
+class _PodList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Pod] | None
+
+
+class _NodeList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Node] | None
+
+
+class _EventMeta(TypedDict, total=False):
+    name: Any
+    namespace: Any
+    creationTimestamp: Any
+
+
+class _Event(TypedDict, total=False):
+    # What triage.cluster.events reads of core/v1 (and events.k8s.io/v1-shaped) Events. They
+    # are never cached, but a fleet sweep lists every one in the cluster: without their
+    # managedFields, sources and reporting fields, the list costs a fraction.
+    kind: Any
+    apiVersion: Any
+    metadata: _EventMeta | None
+    involvedObject: Any
+    regarding: Any
+    reason: Any
+    message: Any
+    note: Any
+    type: Any
+    count: Any
+    deprecatedCount: Any
+    series: Any
+    lastTimestamp: Any
+    eventTime: Any
+    firstTimestamp: Any
+
+
+class _EventList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Event] | None
+
+
+class _PodEvent(TypedDict, total=False):
+    type: Any
+    object: _Pod | None
+
+
+class _NodeEvent(TypedDict, total=False):
+    type: Any
+    object: _Node | None
+
+
+_EVENT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    "Pod": msgspec.json.Decoder(_PodEvent),
+    "Node": msgspec.json.Decoder(_NodeEvent),
+}
+
+_LIST_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    "Pod": msgspec.json.Decoder(_PodList),
+    "Node": msgspec.json.Decoder(_NodeList),
+    "Event": msgspec.json.Decoder(_EventList),
+}
+
+
+def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
+    """A decoder of `kind`'s list pages that keeps only what its projection reads (for Events,
+    which are not cached: what the engine reads; None: the kind is kept whole, decode it as it
+    is). A page that does not fit the shapes (a field of
+    an unexpected type) is decoded whole instead: the projection copes with both."""
+    typed = _LIST_DECODERS.get(kind)
+    return None if typed is None else _or_whole(typed)
+
+
+def event_decoder(kind: str) -> Callable[[bytes], Any]:
+    """A decoder of one watch event line of `kind`, as `list_decoder` decodes list pages (any
+    kind: events of kinds kept whole, or of unexpected shape, are decoded whole)."""
+    typed = _EVENT_DECODERS.get(kind)
+    return _loads if typed is None else _or_whole(typed)
+
+
+def _or_whole(typed: msgspec.json.Decoder[Any]) -> Callable[[bytes], Any]:
+    def decode(data: bytes) -> Any:
+        try:
+            return typed.decode(data)
+        except msgspec.ValidationError:
+            return _loads(data)
+
+    return decode
