@@ -25,7 +25,6 @@ from triage.model import (
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target
-from triage.vendors import NVIDIA
 
 OK_SUMMARY = {
     Layer.DRIVER: "no driver or runtime problem on the nodes this pod can use",
@@ -91,7 +90,7 @@ def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Lay
             d.unknowns,
             ok_summary=d.ok_summaries.get(layer, OK_SUMMARY[layer]),
             skipped=(
-                f"the pod requests no {NVIDIA.name} resources"
+                "the pod requests no accelerator"
                 if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
                 else None
             ),

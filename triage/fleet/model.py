@@ -46,6 +46,8 @@ CAUSE_TITLES = {
     "scheduling.request-too-large": "request larger than any node",
     "scheduling.no-mig-profile": "no node offers the MIG profile",
     "scheduling.no-gpu-nodes": "no GPU nodes",
+    "scheduling.no-nodes": "no nodes in the cluster",
+    "scheduling.resource-not-offered": "requested resource offered by no node",
     "scheduling.gated": "scheduling gates not removed",
     "scheduling.autoscaler-max-size": "node group at its maximum size",
     "scheduling.scale-up-stalled": "scale-up stalled",

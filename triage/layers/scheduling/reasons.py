@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj
+from triage.cluster.quantities import asks, fmt_amount, is_extended
 from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscaler_signals
 from triage.layers.scheduling.blocks import NodeFit
+from triage.layers.scheduling.filters.resources_fit import INSUFFICIENT
 from triage.layers.scheduling.no_candidate import no_candidate_signal
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.registry import AFTER_FIT_CODES, MODELLED, SUMMARIES
@@ -145,7 +148,8 @@ def _signals(
     blocked_now = not nodes.usable and not nodes.joining
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
-    signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu)
+    signals = [_with_asks(s, pod, placement) for s in node_signals(
+        pod=pod, placement=placement, nodes=nodes, gpu=gpu)]  # fmt: skip
     if not nodes.candidates:
         if sched_line:  # the last signal says why no node is a candidate
             signals[-1] = signals[-1].with_evidence(first=[sched_line])
@@ -162,6 +166,22 @@ def _signals(
             signals[lowest] = signals[lowest].with_evidence(first=[sched_line])
         return signals
     return signals + usable
+
+
+# Signals about the pod's size: they say what it asks, and which container asks it.
+_SIZED = frozenset({INSUFFICIENT, "scheduling.request-too-large",
+                    "scheduling.resource-not-offered", "scheduling.no-mig-profile"})  # fmt: skip
+
+
+def _with_asks(signal: Signal, pod: Obj, placement: Placement) -> Signal:
+    """A signal about the pod's size, with what the pod asks and what drives each request
+    (evaluations are shared by pods of one shape, whose containers may differ)."""
+    if signal.code not in _SIZED:
+        return signal
+    requests = placement.requests
+    devices = {r: v for r, v in requests.items() if is_extended(r)}
+    wanted = devices or {r: v for r, v in requests.items() if r != "pods"}
+    return signal.with_evidence(then=[asks(pod, wanted)]) if wanted else signal
 
 
 def _lowest_blocking(signals: list[Signal], nodes: Evaluation, placement: Placement) -> int | None:
@@ -240,10 +260,13 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
         template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
         values = dict(next((f.values for f in group if f.values), {}))
         summary = template.format_map({**values, "n": n, "c": nodes.candidates})
+        scattered = _fragmented(nodes) if code == INSUFFICIENT else []
+        if scattered:  # enough free in all, not on any one node: say both figures
+            summary += f": {scattered[0]}"
         if not blocked_now:
             summary += f" (but {len(usable)} other node(s) can take it)"
         described = [f.describe() for f in group[:SHOWN]]
-        evidence = [text for text, _ in described]
+        evidence = [*scattered[1:], *(text for text, _ in described)]
         if n > SHOWN:
             evidence.append(f"… and {n - SHOWN} more node(s) with the same reason")
         if layer == Layer.DRIVER and any(f.gfd_labels_missing for f in group):
@@ -265,6 +288,25 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
         )
 
     return signals
+
+
+def _fragmented(nodes: Evaluation) -> list[str]:
+    """Resources the nodes short of room have enough of in all but not on any one of them:
+    "16 nvidia.com/gpu free across 5 eligible nodes, at most 4 on one; the pod asks 8"."""
+    out = []
+    for res, want in nodes.requests.items():
+        free = [
+            h.allocatable_all.get(res, 0) - (u.requests.get(res, 0) if u else 0)
+            for h, u in zip(nodes.short, nodes.short_usage, strict=True)
+        ]
+        free = [f for f in free if f > 0]
+        if free and sum(free) >= want > max(free):
+            amount = partial(fmt_amount, res)
+            out.append(
+                f"{amount(sum(free))} {res} free across {len(free)} eligible node(s), at most "
+                f"{amount(max(free))} on one; the pod asks {amount(want)}"
+            )
+    return out
 
 
 def _joining_signals(nodes: Evaluation) -> list[Signal]:
