@@ -70,7 +70,7 @@ def parse_group_value(value: str) -> tuple[str, str]:
 def pending_blocks(result: Sweep, *, scope: str) -> list[Block]:
     """The answer to `/gpu pending`: the totals, then a section per group with a button."""
     head = (
-        f"*{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting, "
+        f"*{result.workloads} stuck workload(s), {result.gpus} GPU(s) waiting, "
         f"{len(result.groups)} cause(s)* in {escape(scope)} (cluster {escape(result.cluster)})"
     )
     blocks: list[Block] = [section(head)]

@@ -1,6 +1,6 @@
 """`/gpu pending` and its "Incident thread" button: the fleet view, for one asker.
 
-Every stuck GPU workload the asker may see, grouped by root cause. A tenant sees only groups
+Every stuck workload the asker may see, grouped by root cause. A tenant sees only groups
 with members in their namespaces; a mention in a channel answers with what the channel's
 audience may see, and the rest of the asker's view reaches them alone.
 """
@@ -25,7 +25,7 @@ class FleetView:
         self.h = handlers
 
     def pending(self, asker: Asker, cmd: Pending) -> None:
-        """Every stuck GPU workload the asker may see, grouped by root cause, privately."""
+        """Every stuck workload the asker may see, grouped by root cause, privately."""
         cluster = self.h.cluster_for(asker, cmd.cluster)
         if cluster is None:
             return
@@ -120,7 +120,7 @@ class FleetView:
 
 
 def _pending_text(result: Sweep) -> str:
-    return f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting"
+    return f"{result.workloads} stuck workload(s), {result.gpus} GPU(s) waiting"
 
 
 def _members(result: Sweep) -> set[tuple[str, str]]:

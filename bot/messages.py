@@ -13,7 +13,7 @@ USAGE = (
     "*Usage*\n"
     "• `/gpu why-pending <pod> [-n <namespace>] [--cluster <name>]`: why a GPU pod or job "
     "is not running\n"
-    "• `/gpu pending [-n <namespace>] [--cluster <name>]`: every stuck GPU workload you may "
+    "• `/gpu pending [-n <namespace>] [--cluster <name>]`: every stuck workload you may "
     "see, grouped by root cause\n"
     "• `/gpu verify-node <node> [--cluster <name>]`: post-install checks for one GPU node\n"
     "• `/gpu incidents [--cluster <name>]`: open incidents\n"

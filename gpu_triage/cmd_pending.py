@@ -95,7 +95,7 @@ def _full_reports(
 def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> str:
     """People's view of a sweep; `shown` members per group (None: every one)."""
     head = (
-        f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting, "
+        f"{result.workloads} stuck workload(s), {result.gpus} GPU(s) waiting, "
         f"{len(result.groups)} cause(s) in {scope} (cluster {result.cluster})"
     )
     lines = [head]
@@ -114,14 +114,17 @@ def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> 
     if incomplete:
         lines += ["INCOMPLETE: what follows is not the whole picture", *incomplete]
     if not result.groups and not incomplete:
-        lines.append("nothing stuck: every GPU workload in scope runs or waits for nothing")
+        lines.append("nothing stuck: every workload in scope runs or waits for nothing")
     elif not result.groups:
         lines.append("no stuck workload found among what could be read and judged")
     for i, group in enumerate(result.groups, 1):
         lines += ["", *_group_lines(i, group, result, shown=shown)]
     if result.waiting:
         names = ", ".join(f"{m.namespace}/{m.name}" for m in result.waiting[:shown])
-        lines += ["", f"waiting, nothing blocks them (a node on its way, preemption): {names}"]
+        lines += [
+            "",
+            f"not blocked at any layer (a node on its way, preemption, or the pod's own problem): {names}",
+        ]
     for m in result.unknown[:shown]:
         lines += ["", f"unknown: {m.namespace}/{m.name} ({m.kind}, {m.gpus} GPU): {m.headline}"]
     return "\n".join(lines)

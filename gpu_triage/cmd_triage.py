@@ -82,9 +82,12 @@ def demo(args: argparse.Namespace) -> int:
     path = args.snapshot or demo_snapshot()
     source = load_snapshot(path, cluster_name="demo" if not args.snapshot else None)
     playbook = load_playbook(args.playbook)
+    # the tenants' GPU workloads, once each (the fleet view also lists the stack's own pods
+    # and every place a workload is stuck: `pending -A`)
+    workloads = dict.fromkeys((s.namespace, s.name) for s in stuck_workloads(source) if s.gpus)
     reports = [
         triage(source, namespace=ns, name=name, config=_config(args), playbook=playbook)
-        for ns, name in ((s.namespace, s.name) for s in stuck_workloads(source))
+        for ns, name in workloads
     ]
     data = structured(reports, args.output)
     if data is not None:

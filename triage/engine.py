@@ -146,6 +146,8 @@ def _could_explain(target: Target) -> frozenset[Layer]:
         return frozenset({Layer.QUOTA})
     if pod_problem(pod) is None:
         return frozenset()
+    if bound.rejection(pod) is not None:  # kubelet judged placement again, and refused
+        return frozenset({Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING})
     if bound.on_node(pod):
         return frozenset({Layer.DRIVER, Layer.DEVICE_PLUGIN})
     return frozenset(LAYER_ORDER)

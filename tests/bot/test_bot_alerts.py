@@ -82,7 +82,7 @@ def test_members_coming_and_going_update_the_thread_in_place_then_resolve(
     # Growth past the channel's step (2) is said once in the thread, broadcast.
     a.cycle(fleet)
     replies = [p for p in fake.of("chat.postMessage") if p.args.get("thread_ts")]
-    assert len(replies) == 1 and "grew from 2 to 5" in replies[0].args["text"]
+    assert len(replies) == 1 and "grew from 2 to 11" in replies[0].args["text"]
     # Every member gone: the message says resolved, and the thread hears it once.
     gone = with_members(fleet, d.key, [])
     assert a.cycle(gone).resolved == 1
@@ -227,4 +227,4 @@ def test_the_watch_loop_survives_an_unreachable_cluster_and_counts_alerts(
     assert result is not None and result.posted == 2
     body = metrics.render()[0].decode()
     assert 'alerts_total{action="posted"} 2.0' in body
-    assert re.search(r'stuck_gpu_workloads\{cluster="[^"]+",layer="driver"\} 5.0', body)
+    assert re.search(r'stuck_gpu_workloads\{cluster="[^"]+",layer="driver"\} 11.0', body)
