@@ -82,6 +82,10 @@ def check(ctx: Context) -> CheckResult:
     )
     if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
         signals = [s for s in signals if s.code != REPORTED]
+    if claims.context:  # what the pod's allocated claims hold it to
+        first = next((i for i, s in enumerate(signals) if s.blocking), None)
+        if first is not None:
+            signals[first] = signals[first].with_evidence(first=claims.context)
     if placed is None:  # no pod exists yet: admission decides; placement is a look-ahead
         signals = [
             replace(s, blocking=False, summary=f"once created: {s.summary}") for s in signals

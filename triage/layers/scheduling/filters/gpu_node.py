@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from triage.cluster.objects import Obj
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.framework import Exclusion, FilterPlugin, Phase
-from triage.vendors import NVIDIA
+from triage.vendors import NVIDIA, is_accelerator
 
 NO_GPU = "no GPU"
 
@@ -17,7 +17,9 @@ NO_GPU = "no GPU"
 def exclude(
     pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int], gpu: bool
 ) -> Exclusion | None:
-    if gpu and not health.gpu_node:
+    # GPUs asked as extended resources: a node without GPUs has none of them. Devices asked
+    # through DRA claims are the ResourceSlices' to place (the DynamicResources filter).
+    if not health.gpu_node and any(map(is_accelerator, requests)):
         return Exclusion(NO_GPU, lambda: f"node {health.name} has no {NVIDIA.name} GPU")
     return None
 
