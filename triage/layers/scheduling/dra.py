@@ -53,9 +53,9 @@ def node_block(
                 "driver that provides it installed?",
             )
         driver = view.class_driver(req.device_class)
-        published = [d for d in view.devices if driver is None or d.driver == driver]
+        published = view.of_driver(driver)
         local = view.on(node, published)
-        shared = [d for d in published if d.node is None]
+        shared = [d for d in view.shared if driver is None or d.driver == driver]
         if not local and shared and not view.plugin_pods.get(node):
             # the driver's devices are reachable from chosen nodes (network-attached, a
             # rack): this node is not one of them, which no plugin on it would change
@@ -140,7 +140,8 @@ def check_claims(ctx: Context, pod: Obj, stacks: StackView) -> ClaimCheck:
         return out
     view = DraView(
         classes={name_of(c): c for c in classes},
-        devices=devices_of(slices),
+        # parsed once while the slices are unchanged (a sweep asks for every DRA pod)
+        devices=ctx.memo.get_lists(("dra-devices",), (slices,), lambda: devices_of(slices)),
         claims=claims_all,
         node_obj=lambda name: ctx.get("Node", name, None, layer=Layer.SCHEDULING),
     )

@@ -124,9 +124,36 @@ class DraView:
             return None
         return {d.node for d in mine if d.node}
 
+    def __post_init__(self) -> None:
+        self._by_node: dict[str, list[Device]] = {}
+        self.shared: list[Device] = []  # devices for a set of nodes, or for every node
+        for d in self.devices:
+            if d.node is None:
+                self.shared.append(d)
+            else:
+                self._by_node.setdefault(d.node, []).append(d)
+        self._matching: dict[tuple[str, tuple[str, ...]], tuple[list[Device], bool]] = {}
+        self._ids: dict[int, tuple[list[Device], set[int]]] = {}
+
+    def of_driver(self, driver: str | None) -> list[Device]:
+        """The devices `driver` publishes (every device for None), computed once."""
+        key = ("driver", (driver or "",))
+        found = self._matching.get(key)
+        if found is None:
+            mine = [d for d in self.devices if driver is None or d.driver == driver]
+            found = self._matching[key] = (mine, True)
+        return found[0]
+
     def on(self, node: str, devices: list[Device]) -> list[Device]:
-        """Those of `devices` a pod on `node` could be given."""
-        return [d for d in devices if d.serves(node, self.node_obj)]
+        """Those of `devices` a pod on `node` could be given (per node, without a pass over
+        every device of the cluster)."""
+        held = self._ids.get(id(devices))
+        if held is None or held[0] is not devices:  # the lists asked for are the cached ones
+            held = self._ids[id(devices)] = (devices, {id(d) for d in devices})
+        wanted = held[1]
+        here = [d for d in self._by_node.get(node, ()) if id(d) in wanted]
+        here += [d for d in self.shared if id(d) in wanted and d.serves(node, self.node_obj)]
+        return here
 
     @property
     def allocated(self) -> dict[tuple[str, str, str], str]:
@@ -148,7 +175,15 @@ class DraView:
         return None
 
     def matching(self, req: Request) -> tuple[list[Device], bool]:
-        """Devices matching the request's class and selectors, and whether all CEL was understood."""
+        """Devices matching the request's class and selectors, and whether all CEL was
+        understood (computed once per class and selectors, however many nodes ask)."""
+        key = (req.device_class, tuple(req.selectors))
+        found = self._matching.get(key)
+        if found is None:
+            found = self._matching[key] = self._match(req)
+        return found
+
+    def _match(self, req: Request) -> tuple[list[Device], bool]:
         dc = self.classes.get(req.device_class) or {}
         exprs = [
             str((s.get("cel") or {}).get("expression", ""))
