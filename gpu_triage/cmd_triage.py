@@ -65,6 +65,7 @@ def why_pending(args: argparse.Namespace) -> int:
         name=args.name,
         config=_config(args),
         playbook=load_playbook(args.playbook),
+        nodes=args.output in ("json", "yaml"),  # scripts get every node; people the findings
     )
     took = (time.perf_counter() - started) * 1000
     recorded = record([report], database_url=args.database_url, ms=took) if args.record else None

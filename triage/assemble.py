@@ -3,6 +3,7 @@ blocking layer), the owner route and the playbook's steps."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -16,6 +17,7 @@ from triage.model import (
     Cause,
     Finding,
     Layer,
+    NodeEntry,
     OwnerRoute,
     PodRef,
     TriageReport,
@@ -74,6 +76,7 @@ class Diagnosis:
     # unknown among them, below the lowest blocking layer, leaves the answer unknown.
     relevant: frozenset[Layer] = frozenset(LAYER_ORDER)
     unread: tuple[ReadFailedError, ...] = ()  # reads that failed without a layer to blame
+    nodes: Callable[[], list[NodeEntry]] | None = None  # every node judged, built when asked
 
 
 def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Layer, Finding]:
@@ -234,6 +237,7 @@ def assemble(
     gpu_stack: list[str] | None = None,
     operator_namespace: str | None = None,
     stack_values: dict[str, str] | None = None,
+    nodes: bool = False,
 ) -> TriageReport:
     """The full report: every layer's finding, the verdict, and the playbook's steps."""
     findings = _findings(d)
@@ -242,12 +246,12 @@ def assemble(
     unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()
     if decision.failing is not None and decision.finding is not None:
-        nodes = [n for s in decision.mine for n in s.nodes]
+        at = [n for s in decision.mine for n in s.nodes]
         values = {
             "namespace": target.namespace,
             "pod": ref.pod or target.name,
             "resource": next(iter(gpu_requests(target.subject or {})), GPU),
-            **({"node": nodes[0]} if nodes else {}),
+            **({"node": at[0]} if at else {}),
             **({"operator_namespace": operator_namespace} if operator_namespace else {}),
             **_fault_values(decision.mine),
             **(stack_values or {}),
@@ -273,6 +277,7 @@ def assemble(
         answer=decision.answer,
         unknown_layers=_unknown_layers(d),
         unread=unread,
+        nodes=d.nodes() if nodes and d.nodes is not None else None,
     )
 
 

@@ -161,6 +161,41 @@ class TriageVerdict(_Answered):
     unread: list[Unread] = Field(default_factory=list)
 
 
+class NodeResource(Frozen):
+    """One resource a node lacks for the pod, in Kubernetes quantities."""
+
+    resource: str
+    asked: str = Field(description="what the pod asks (its effective request)")
+    free: str = Field(description="allocatable minus what the pods bound there request")
+    allocatable: str
+
+
+class NodeEntry(Frozen):
+    """What one node means for the pod: whether it could take the pod now, and if not why,
+    as codes and objects a script can use."""
+
+    name: str
+    usable: bool = Field(
+        description="the pod could be placed there now as far as the node goes (pod-level "
+        "causes, a claim that never binds, a gate, a quota, are in the findings)"
+    )
+    eligible: bool = Field(
+        description="the pod's own selector, affinity and tolerations and the node's size "
+        "allow it (false: the pod could never use the node as things are)"
+    )
+    layer: Layer | None = Field(default=None, description="the layer that stops the pod there")
+    reason: str | None = Field(default=None, description="the reason code (as in `codes`)")
+    detail: str | None = Field(default=None, description="the reason, one line")
+    blocking: str | None = Field(
+        default=None,
+        description="the object that stops the pod there: a component pod (namespace/name), "
+        "the node itself (cordoned), or the kind of exclusion (an untolerated taint's key)",
+    )
+    resources: list[NodeResource] = Field(
+        default_factory=list, description="the resources short there: asked versus free"
+    )
+
+
 class TriageReport(_Answered):
     """The engine's answer. `failing_layer` is None when nothing blocks the pod."""
 
@@ -198,6 +233,11 @@ class TriageReport(_Answered):
     )
     unread: list[Unread] = Field(
         default_factory=list, description="reads that failed: what, why, and what to grant"
+    )
+    nodes: list[NodeEntry] | None = Field(
+        default=None,
+        description="every node judged for the pod, by name, none left out (the pod's own "
+        "node once it is bound); present in JSON/YAML output, null where not computed",
     )
 
     @property

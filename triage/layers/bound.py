@@ -18,7 +18,7 @@ from triage.layers.base import CheckResult, Context
 from triage.layers.node import NodeHealth
 from triage.layers.node_verdict import NodeVerdict
 from triage.layers.stacks.components import pod_component
-from triage.model import Layer
+from triage.model import Layer, NodeEntry
 from triage.signals import Signal
 from triage.vendors import NVIDIA, VENDORS
 
@@ -86,7 +86,17 @@ def check(ctx: Context) -> CheckResult:
         pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes
     )
     headline = None if any(s.blocking for s in signals) else terminal_headline(pod)
-    return CheckResult(signals=signals, headline=headline)
+    name = str(spec.get("nodeName"))
+    return CheckResult(signals=signals, headline=headline, nodes=lambda: [_own_node(name, signals)])
+
+
+def _own_node(name: str, signals: list[Signal]) -> NodeEntry:
+    """The pod's own node, the one node that matters once it is bound."""
+    stop = next((s for s in signals if s.blocking), None)
+    if stop is None:
+        return NodeEntry(name=name, usable=True, eligible=True)
+    return NodeEntry(name=name, usable=False, eligible=True, layer=stop.layer, reason=stop.code,
+                     detail=stop.summary, blocking=stop.pod or None)  # fmt: skip
 
 
 def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:

@@ -22,6 +22,7 @@ from triage.layers.scheduling import by_class
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
 from triage.layers.scheduling.filters.view import FilterView, pods_on
+from triage.layers.scheduling.node_entries import node_entries
 from triage.layers.scheduling.placement import Placement
 from triage.layers.scheduling.pod_filters import PodFilters
 from triage.layers.scheduling.reasons import (
@@ -90,7 +91,9 @@ def check(ctx: Context) -> CheckResult:
         signals = [
             replace(s, blocking=False, summary=f"once created: {s.summary}") for s in signals
         ]
-    out = CheckResult(signals=claims.signals + signals)
+    out = CheckResult(
+        signals=claims.signals + signals, nodes=lambda: node_entries(evaluation, placement)
+    )
     summary = placement_summary(evaluation)
     if summary and not pod_level:
         out.ok[Layer.SCHEDULING] = summary

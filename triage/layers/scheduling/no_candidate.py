@@ -45,7 +45,7 @@ def no_candidate_signal(
         top = ""
     else:
         top = (gpu_counts or counts).most_common(1)[0][0]
-    code = _exclusion_code(top) if nodes.total else NO_NODES
+    code = exclusion_code(top) if nodes.total else NO_NODES
     parts = [f"{n} {cat}" for cat, n in counts.most_common()]
     evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)] if parts else []
     pools = sorted(
@@ -101,7 +101,8 @@ def _not_offered(
     return [r for r in placement.requests if r != "pods" and all(r not in a for a in offered)]
 
 
-def _exclusion_code(category: str) -> str:
+def exclusion_code(category: str) -> str:
+    """The reason code of an exclusion category ("untolerated taint dedicated")."""
     if not category:
         return "scheduling.no-gpu-nodes"
     found = EXCLUSION_CODE.get(category)
