@@ -20,12 +20,12 @@ from triage.layers.node_verdict import NodeVerdict
 from triage.layers.stacks.components import pod_component
 from triage.model import Layer, NodeEntry
 from triage.signals import Signal
-from triage.vendors import NVIDIA, VENDORS
+from triage.vendors import NVIDIA, VENDORS, Vendor
 
 
-def _runtime_error(text: str) -> bool:
-    """Whether `text` is what an accelerator vendor's container runtime prints failing."""
-    return any(v.runtime_errors.search(text) for v in VENDORS)
+def _runtime_error(text: str) -> Vendor | None:
+    """The accelerator vendor whose container runtime prints `text` failing, if one does."""
+    return next((v for v in VENDORS if v.runtime_errors.search(text)), None)
 
 
 START_REASONS = ("Failed", "FailedCreatePodSandBox", "FailedStart", "BackOff")
@@ -99,20 +99,26 @@ def _own_node(name: str, signals: list[Signal]) -> NodeEntry:
                      detail=stop.summary, blocking=stop.pod or None)  # fmt: skip
 
 
-def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:
+def _runtime_errors(pod: Obj, events: list[Event]) -> tuple[list[str], Vendor]:
+    """What the pod's containers and events say of a vendor's runtime failing, and which."""
     out = []
+    vendors: list[Vendor] = []
     for name, cs in container_states(pod):
         for state_key in ("state", "lastState"):
             state = cs.get(state_key) or {}
             for sub in ("waiting", "terminated"):
                 msg = str((state.get(sub) or {}).get("message") or "")
-                if _runtime_error(msg):
+                vendor = _runtime_error(msg)
+                if vendor is not None:
+                    vendors.append(vendor)
                     reason = (state.get(sub) or {}).get("reason", sub)
                     out.append(f"container {name} {reason}: {' '.join(msg.split())[:400]}")
     for ev in events:
-        if ev.reason in START_REASONS and _runtime_error(ev.message):
+        vendor = _runtime_error(ev.message) if ev.reason in START_REASONS else None
+        if vendor is not None:
+            vendors.append(vendor)
             out.append(str(ev))
-    return out
+    return out, (vendors[0] if vendors else NVIDIA)
 
 
 def check_scheduled_pod(
@@ -155,13 +161,13 @@ def check_scheduled_pod(
             )
         )
     stack_role = _stack_role(pod)  # the stack's own pods: driver, plugin, validator, exporter
-    errors = _runtime_errors(pod, events) if stack_role is None else []
+    errors, vendor = _runtime_errors(pod, events) if stack_role is None else ([], NVIDIA)
     if errors:
         signals.append(
             Signal(
                 Layer.DRIVER,
                 "driver.container-start-failed",
-                f"the pod is on node {node} but its container cannot start with the {NVIDIA.name} "
+                f"the pod is on node {node} but its container cannot start with the {vendor.name} "
                 "runtime",
                 evidence=errors[:4],
                 nodes=[node],

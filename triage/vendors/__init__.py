@@ -29,6 +29,16 @@ def accelerator_requests(requests: Mapping[str, int]) -> dict[str, int]:
     return {r: v for r, v in requests.items() if is_accelerator(r)}
 
 
+def node_vendor(node: Mapping[str, object]) -> Vendor | None:
+    """The vendor whose accelerators the node carries (the first, on the rare node with
+    two), or None for a node with none."""
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    labels = meta.get("labels") or {} if isinstance(meta, Mapping) else {}
+    capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
+    return next((v for v in VENDORS if v.on_node(labels, capacity)), None)
+
+
 def component(
     name: str, labels: Mapping[str, str], owners: Iterable[str] = (), images: Iterable[str] = ()
 ) -> tuple[str, str] | None:
@@ -40,4 +50,4 @@ def component(
 
 
 __all__ = ["NVIDIA", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
-           "vendor_of"]  # fmt: skip
+           "node_vendor", "vendor_of"]  # fmt: skip

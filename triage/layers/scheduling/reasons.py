@@ -31,13 +31,13 @@ from triage.vendors import NVIDIA
 # What blocks nodes below the scheduler's filters (their driver, their device plugin), by code.
 _NODE_SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
-    "driver.pod-missing": f"{{n}} of {{c}} node(s) the pod can use have no {NVIDIA.name} driver pod",
-    "driver.pod-failing": f"{{n}} of {{c}} node(s) the pod can use cannot see their GPUs: the {NVIDIA.name} driver pod is failing",
-    "driver.toolkit-failing": f"{{n}} of {{c}} node(s) the pod can use have a failing {NVIDIA.name} container toolkit",
+    "driver.pod-missing": "{n} of {c} node(s) the pod can use have no {vendor} driver pod",
+    "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their GPUs: the {vendor} driver pod is failing",
+    "driver.toolkit-failing": "{n} of {c} node(s) the pod can use have a failing {vendor} container toolkit",
     "driver.validation-failed": "{n} of {c} node(s) the pod can use fail the operator's driver validation",
     "driver.component-disabled": "{n} of {c} node(s) the pod can use have their driver or container toolkit switched off by label or policy, and no driver is loaded",
-    "driver.upgrade-in-progress": f"{{n}} of {{c}} node(s) the pod can use are upgrading their {NVIDIA.name} driver",
-    "driver.not-installed": f"{{n}} of {{c}} node(s) the pod can use have no {NVIDIA.name} driver installed",
+    "driver.upgrade-in-progress": "{n} of {c} node(s) the pod can use are upgrading their {vendor} driver",
+    "driver.not-installed": "{n} of {c} node(s) the pod can use have no {vendor} driver installed",
     "driver.mig-config-failed": "{n} of {c} node(s) the pod can use failed their MIG reconfiguration (MIG manager)",
     "device-plugin.pod-missing": "{n} of {c} node(s) the pod can use have no device-plugin pod although one should run there",
     "device-plugin.component-disabled": "{n} of {c} node(s) the pod can use have their device plugin switched off by label or policy",
@@ -259,7 +259,8 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
     ):
         template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
         values = dict(next((f.values for f in group if f.values), {}))
-        summary = template.format_map({**values, "n": n, "c": nodes.candidates})
+        summary = template.format_map({"vendor": NVIDIA.name, **values, "n": n,
+                                        "c": nodes.candidates})  # fmt: skip
         scattered = _fragmented(nodes) if code == INSUFFICIENT else []
         if scattered:  # enough free in all, not on any one node: say both figures
             summary += f": {scattered[0]}"

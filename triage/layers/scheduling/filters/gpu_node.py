@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from triage.cluster.objects import Obj
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.framework import Exclusion, FilterPlugin, Phase
-from triage.vendors import NVIDIA, is_accelerator
+from triage.vendors import NVIDIA, is_accelerator, vendor_of
 
 NO_GPU = "no GPU"
 
@@ -19,8 +19,10 @@ def exclude(
 ) -> Exclusion | None:
     # GPUs asked as extended resources: a node without GPUs has none of them. Devices asked
     # through DRA claims are the ResourceSlices' to place (the DynamicResources filter).
-    if not health.gpu_node and any(map(is_accelerator, requests)):
-        return Exclusion(NO_GPU, lambda: f"node {health.name} has no {NVIDIA.name} GPU")
+    wanted = [r for r in requests if is_accelerator(r)]
+    if wanted and not health.gpu_node:
+        vendor = vendor_of(wanted[0]) or NVIDIA
+        return Exclusion(NO_GPU, lambda: f"node {health.name} has no {vendor.name} GPU")
     return None
 
 
