@@ -27,6 +27,7 @@ from triage.model import (
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target
+from triage.vendors import VENDORS, Vendor, vendor_of
 
 OK_SUMMARY = {
     Layer.DRIVER: "no driver or runtime problem on the nodes this pod can use",
@@ -257,8 +258,15 @@ def assemble(
             **(stack_values or {}),
         }
         playbook = d.playbook
-        steps, operator_steps = playbook.steps(decision.failing, decision.finding.codes, **values)
-        remedy = _Remedy(steps, operator_steps, playbook.verification(decision.failing, **values))
+        vendor = _vendor(target, decision.mine)
+        if vendor is not None:
+            values.setdefault("vendor", vendor.name)
+        key = vendor.key if vendor is not None else None
+        steps, operator_steps = playbook.steps(
+            decision.failing, decision.finding.codes, vendor_key=key, **values
+        )
+        checks = playbook.verification(decision.failing, vendor_key=key, **values)
+        remedy = _Remedy(steps, operator_steps, checks)
     return TriageReport(
         data_age_note=_data_age(d.source),
         pod=ref,
@@ -279,6 +287,18 @@ def assemble(
         unread=unread,
         nodes=d.nodes() if nodes and d.nodes is not None else None,
     )
+
+
+def _vendor(target: Target, signals: list[Signal]) -> Vendor | None:
+    """The accelerator vendor a report is about, for its vendor's steps: the one whose devices
+    the pod asks for, else the one of the nodes the failing signals name; None for a pod
+    that asks for no accelerator on nodes that have none (no vendor's steps then)."""
+    asked = next(iter(gpu_requests(target.subject or {})), None)
+    found = vendor_of(asked) if asked else None
+    if found is not None:
+        return found
+    named = next((s.values.get("vendor") for s in signals if s.values.get("vendor")), None)
+    return next((v for v in VENDORS if v.name == named), None)
 
 
 def _grant_step(u: Unread) -> str:

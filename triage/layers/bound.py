@@ -226,6 +226,13 @@ def _stack_role(pod: Obj) -> str | None:
     return found[1] if found is not None else None
 
 
+def _stack_vendor(pod: Obj) -> dict[str, str]:
+    """The vendor of the stack the pod belongs to, as a playbook value."""
+    found = pod_component(pod)
+    vendor = next((v for v in VENDORS if found and found[0] in v.stack_titles), None)
+    return {"vendor": vendor.name} if vendor is not None else {}
+
+
 def _component_failing(pod: Obj, node: str, role: str) -> Signal | None:
     """A stack component that fails on a node whose driver and plugin are otherwise fine: its
     own failure, at the layer its role serves (None for one that serves none: an exporter)."""
@@ -238,6 +245,7 @@ def _component_failing(pod: Obj, node: str, role: str) -> Signal | None:
         layer, code, f"pod {name_of(pod)} is the {role} of its accelerator stack on node {node}, "
         f"and it is failing: {pod_problem(pod, messages=False)}",
         evidence=[f"pod {ref}: {' '.join(problem.split())[:400]}"], nodes=[node], pod=ref,
+        values=_stack_vendor(pod),
     )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ Classify = Callable[
 
 @dataclass(frozen=True)
 class Vendor:
+    key: str  # what playbooks name it by: "nvidia" (their `vendors:` section)
     name: str  # how reports name the vendor's parts: "NVIDIA driver"
     resource_prefix: str  # every extended resource of its devices starts so: "nvidia.com/"
     device_resource: str  # one whole device: "nvidia.com/gpu"
@@ -39,6 +40,7 @@ class Vendor:
     node_signs: tuple[tuple[str, str], ...] = ()
     node_sign_keys: tuple[str, ...] = ()
     instance_prefixes: tuple[str, ...] = ()  # cloud instance types built with its devices
+    dra_drivers: tuple[str, ...] = ()  # the DRA drivers that publish its devices
     runtime_class: str = ""  # the RuntimeClass its container runtime is selected by
     runtime_errors: re.Pattern[str] = re.compile(r"(?!)")  # what its runtime prints failing
     classify: Classify = lambda *_: None

@@ -164,6 +164,7 @@ GPU_RUNTIME_ERROR = re.compile(
 
 
 NVIDIA = Vendor(
+    key="nvidia",
     name="NVIDIA",
     resource_prefix="nvidia.com/",
     device_resource="nvidia.com/gpu",
@@ -175,6 +176,7 @@ NVIDIA = Vendor(
     node_signs=GPU_NODE_LABELS,
     node_sign_keys=GPU_NODE_KEYS,
     instance_prefixes=GPU_INSTANCE_PREFIXES,
+    dra_drivers=("gpu.nvidia.com", "compute-domain.nvidia.com"),
     runtime_class="nvidia",
     runtime_errors=GPU_RUNTIME_ERROR,
     classify=lambda name, labels_, owners, images: classify(

@@ -83,6 +83,12 @@ def check(ctx: Context) -> CheckResult:
     )
     if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
         signals = [s for s in signals if s.code != REPORTED]
+    if claims.vendor:  # the DRA driver's vendor: the report's steps are that vendor's
+        signals = [
+            replace(s, values={"vendor": claims.vendor, **s.values})
+            if "dra" in s.code and "vendor" not in s.values else s
+            for s in signals
+        ]  # fmt: skip
     if claims.context:  # what the pod's allocated claims hold it to
         first = next((i for i, s in enumerate(signals) if s.blocking), None)
         if first is not None:

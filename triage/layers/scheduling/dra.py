@@ -27,6 +27,7 @@ from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.layers.stacks.view import StackView
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import VENDORS
 
 NO_DRA = "no DRA devices"  # the exclusion of nodes publishing nothing the pod's claims match
 NOT_EVALUATED = "a CEL selector is beyond what GPU Triage evaluates: taken as matching"
@@ -123,6 +124,7 @@ class ClaimCheck:
     node: DraCheck | None = None
     nodes: set[str] | None = None
     context: list[str] = field(default_factory=list)  # evidence for what stops the pod
+    vendor: str = ""  # the accelerator vendor whose DRA driver the claims ask, if known
 
 
 def check_claims(ctx: Context, pod: Obj, stacks: StackView) -> ClaimCheck:
@@ -172,6 +174,8 @@ def check_claims(ctx: Context, pod: Obj, stacks: StackView) -> ClaimCheck:
                 )
         else:
             requests.extend(requests_of(claim))
+    drivers = {view.class_driver(r.device_class) for r in requests}
+    out.vendor = next((v.name for v in VENDORS if drivers & set(v.dra_drivers)), "")
     if requests or pinned:
         allocated = view.allocated
 
