@@ -20,6 +20,7 @@ from gpu_triage.errors import (
     USER_ERRORS,
     exit_status,
 )
+from gpu_triage.extras import MissingExtraError, extra_for, require
 
 COMMAND_MODULES = (
     "gpu_triage.cmd_triage",
@@ -66,11 +67,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for handler in logging.getLogger().handlers:
             handler.addFilter(_quiet_kubernetes_client)
     try:
+        if getattr(args, "needs", None):  # an extra the command runs on (gpu_triage.extras)
+            require(args.needs, what=f"`{parser.prog} {args.command}`")
         code: int = args.handler(args)
         return code
     except USER_ERRORS as e:
         print(f"gpu-triage: error: {e}", file=sys.stderr)
         return exit_status(e)
+    except ModuleNotFoundError as e:
+        extra = extra_for(e.name or "")
+        if extra is None or args.debug:
+            raise
+        missing = MissingExtraError(extra=extra, what=f"`{parser.prog} {args.command}`")
+        print(f"gpu-triage: error: {missing}", file=sys.stderr)
+        return exit_status(missing)
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
         return EXIT_OK

@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, needs="bot")
 
 
 def run(args: argparse.Namespace) -> int:

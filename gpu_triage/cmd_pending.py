@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
+from gpu_triage.extras import require
 from gpu_triage.output import structured
 from gpu_triage.record import record
 from gpu_triage.sources import add_cluster_args, source_from
@@ -48,6 +49,8 @@ def register(sub: Any) -> None:
 
 
 def pending(args: argparse.Namespace) -> int:
+    if args.record:  # before any work: the store is an extra
+        require("incidents", what="--record")
     source = source_from(args)
     namespaces = None
     if not args.all_namespaces:
