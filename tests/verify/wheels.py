@@ -107,3 +107,19 @@ def install(python: Path, requirement: str, *, tag: str) -> None:
             own.unlink()
     done = _pip(python, *offline, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def fetch(requirement: str, *, version: str) -> Path:
+    """The cache folder of `version`'s wheels (3.12), holding `requirement` and its
+    dependencies for this platform (downloaded the first time they are missing)."""
+    cache = CACHE / f"cp{version.replace('.', '')}"
+    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check",
+           "--only-binary=:all:", "--python-version", version, "--dest", str(cache)]  # fmt: skip
+    offline = [*cmd, "--no-index", "--find-links", str(cache), requirement]
+    with _locked(CACHE / f"{cache.name}.lock"):
+        if not cache.is_dir() or subprocess.run(offline, capture_output=True, timeout=300).returncode:
+            got = subprocess.run([*cmd, requirement], capture_output=True, text=True, timeout=600)
+            assert got.returncode == 0, got.stderr[-3000:]
+        for own in cache.glob("gpu_triage-*.whl"):  # the wheel under test is given by path
+            own.unlink()
+    return cache
