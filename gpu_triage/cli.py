@@ -25,6 +25,7 @@ from gpu_triage.extras import MissingExtraError, extra_for, require
 COMMAND_MODULES = (
     "gpu_triage.cmd_triage",
     "gpu_triage.cmd_pending",
+    "gpu_triage.cmd_snapshot",
     "gpu_triage.cmd_incidents",
     "gpu_triage.cmd_bot",
     "gpu_triage.cmd_verify",

@@ -15,6 +15,7 @@ import base64
 import bisect
 import contextlib
 import json
+import re
 import ssl
 import threading
 import time
@@ -29,6 +30,7 @@ from triage.cluster.objects import Obj
 from triage.cluster.source import ALL_KINDS, ResourceType
 
 TOKEN = "fake-token"
+JSON = "application/json"
 
 
 @dataclass
@@ -57,6 +59,9 @@ def _route(path: str) -> tuple[ResourceType, str | None, str | None] | None:
         if (rt.group, rt.version, rt.plural) == (group, version, rest[0]):
             return rt, namespace, rest[1] if len(rest) == 2 else None
     return None
+
+
+_LOG = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log")
 
 
 def _field(obj: Obj, path: str) -> str:
@@ -130,6 +135,8 @@ class FakeApiServer:
         # the parameters (a plain watch: every object, but no bookmark ends them).
         self.watch_list: bool | None = True
         self.requests: list[tuple[str, dict[str, str]]] = []
+        # container logs: (namespace, pod, container, previous) -> text; others answer 400
+        self.logs: dict[tuple[str, str, str, bool], str] = {}
         self.rv = 1
         self.min_rv = 0  # watches from before this get 410 Gone
         self._res: dict[str, _Resource] = {k: _Resource(rt) for k, rt in ALL_KINDS.items()}
@@ -259,6 +266,21 @@ class FakeApiServer:
             return injected, _status(injected, "InternalError", "injected failure")
         return None
 
+    def _log(self, ns: str, pod: str, q: dict[str, str]) -> tuple[int, bytes]:
+        """A container's log, as the API server serves `pods/log` (its tail, its first bytes)."""
+        if ("pods", "*") in self.forbidden or ("pods/log", "*") in self.forbidden:
+            return 403, _status(403, "Forbidden", f"pods/log is forbidden in {ns}")
+        previous = q.get("previous") == "true"
+        text = self.logs.get((ns, pod, q.get("container", ""), previous))
+        if text is None:
+            why = "previous terminated container not found" if previous else "is waiting to start"
+            return 400, _status(400, "BadRequest", f"container {q.get('container')} {why}")
+        lines = text.splitlines(keepends=True)
+        if "tailLines" in q:
+            lines = lines[-int(q["tailLines"]) :] if int(q["tailLines"]) else []
+        body = "".join(lines).encode()
+        return 200, body[: int(q["limitBytes"])] if "limitBytes" in q else body
+
     def _get(self, rt: ResourceType, ns: str | None, name: str) -> tuple[int, bytes]:
         with self._cond:
             found = self._res[rt.kind].items.get((ns or "", name))
@@ -387,7 +409,7 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _reply(self, code: int, body: bytes, *, kind: str = "application/json") -> None:
+        def _reply(self, code: int, body: bytes, *, kind: str = JSON) -> None:
             self.send_response(code)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -415,6 +437,10 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return self._reply(404, b"<html>404 Not Found</html>", kind="text/html")
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._reply(401, _status(401, "Unauthorized", "Unauthorized"))
+            log = _LOG.fullmatch(url.path)
+            if log is not None:
+                code, body = server._log(unquote(log[1]), unquote(log[2]), q)
+                return self._reply(code, body, kind="text/plain" if code == 200 else JSON)
             route = _route(url.path)
             if route is None:
                 return self._reply(404, _status(404, "NotFound", "not found"))
