@@ -21,6 +21,7 @@ from gpu_triage.errors import (
     exit_status,
 )
 from gpu_triage.extras import MissingExtraError, extra_for, require
+from gpu_triage.logs import configure
 
 COMMAND_MODULES = (
     "gpu_triage.cmd_triage",
@@ -56,18 +57,17 @@ def _prog() -> str:
     return "kubectl gpu-triage" if Path(sys.argv[0]).name.startswith("kubectl-") else "gpu-triage"
 
 
-def _quiet_kubernetes_client(record: logging.LogRecord) -> bool:
-    return "kubernetes" not in record.pathname
+class _QuietKubernetesClient(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "kubernetes" not in record.pathname
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
-    if not args.debug:  # the kubernetes client logs auth failures we report as our one line
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(_quiet_kubernetes_client)
     try:
+        # The kubernetes client logs auth failures we report as our one line.
+        configure(command=args.command, debug=args.debug, quiet=_QuietKubernetesClient())
         if getattr(args, "needs", None):  # an extra the command runs on (gpu_triage.extras)
             require(args.needs, what=f"`{parser.prog} {args.command}`")
         code: int = args.handler(args)

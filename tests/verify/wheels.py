@@ -117,7 +117,10 @@ def fetch(requirement: str, *, version: str) -> Path:
            "--only-binary=:all:", "--python-version", version, "--dest", str(cache)]  # fmt: skip
     offline = [*cmd, "--no-index", "--find-links", str(cache), requirement]
     with _locked(CACHE / f"{cache.name}.lock"):
-        if not cache.is_dir() or subprocess.run(offline, capture_output=True, timeout=300).returncode:
+        if (
+            not cache.is_dir()
+            or subprocess.run(offline, capture_output=True, timeout=300).returncode
+        ):
             got = subprocess.run([*cmd, requirement], capture_output=True, text=True, timeout=600)
             assert got.returncode == 0, got.stderr[-3000:]
         for own in cache.glob("gpu_triage-*.whl"):  # the wheel under test is given by path
