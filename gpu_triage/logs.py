@@ -8,9 +8,10 @@ apply to every command. What a platform team does not want in its log store:
 - libraries talking at start (Alembic's "Context impl SQLiteImpl", waitress's "Serving on",
   the kubernetes client's retries): their loggers are held at warning unless LOG_LEVEL is
   debug;
-- the same warning every scrape or reconnect while one thing is wrong: a warning (or error)
-  whose text was logged in the last `REPEAT_WINDOW` is dropped, and the next one after the
-  window says how many were ("(and 118 more like it in the last 10m)"). One fact, one line.
+- the same warning every scrape or reconnect while one thing is wrong, the same "alert held
+  back: quiet hours" every sweep: a line (info and above) whose text was logged in the last
+  `REPEAT_WINDOW` is dropped, and the next one after the window says how many were ("(and
+  118 more like it in the last 10m)"). One fact, one line; debug lines are never dropped.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class JsonFormatter(logging.Formatter):
 
 
 class OncePerFact(logging.Filter):
-    """Drops a warning or error whose text was logged within `window` seconds; the next one
-    after the window carries the count of those dropped."""
+    """Drops a line (info and above) whose text was logged within `window` seconds; the next
+    one after the window carries the count of those dropped."""
 
     def __init__(
         self, *, window: float = REPEAT_WINDOW, clock: Callable[[], float] = time.monotonic
@@ -77,7 +78,7 @@ class OncePerFact(logging.Filter):
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
+        if record.levelno < logging.INFO:
             return True
         fact = (record.name, record.getMessage())
         now = self._clock()

@@ -104,7 +104,7 @@ def _get_or_none(url: str) -> int | None:
         return None
 
 
-def test_one_fact_is_one_warning_and_the_next_one_counts_the_rest() -> None:
+def test_one_fact_is_one_line_and_the_next_one_counts_the_rest() -> None:
     now = [0.0]
     once = OncePerFact(window=600, clock=lambda: now[0])
     said = []
@@ -120,8 +120,12 @@ def test_one_fact_is_one_warning_and_the_next_one_counts_the_rest() -> None:
                                "metrics: %s", ("database down",), None)  # fmt: skip
     assert once.filter(record)
     assert record.getMessage() == "metrics: database down (and 99 more like it in the last 10m)"
-    info = logging.LogRecord("x", logging.INFO, __file__, 1, "same", None, None)
-    assert once.filter(info) and once.filter(info)  # information is not a warning
+    debug = logging.LogRecord("x", logging.DEBUG, __file__, 1, "same", None, None)
+    assert once.filter(debug) and once.filter(debug)  # debugging output is never dropped
+    held = logging.LogRecord(
+        "x", logging.INFO, __file__, 1, "alert held back: quiet hours", None, None
+    )
+    assert once.filter(held) and not once.filter(held)  # one fact, one line, at info too
 
 
 def test_a_bad_log_setting_is_one_line(
