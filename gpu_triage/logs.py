@@ -119,8 +119,10 @@ def configure(
     if quiet is not None and not debug:
         handler.addFilter(quiet)
     root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
+    for old in list(root.handlers):  # ours from an earlier call (tests call main() often)
+        if getattr(old, "gpu_triage", False):
+            root.removeHandler(old)
+    handler.gpu_triage = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     level = LEVELS[raw_level]
     root.setLevel(level)
