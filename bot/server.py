@@ -44,7 +44,7 @@ class Router:
         self,
         app: TriageApp,
         *,
-        metrics: Callable[[], tuple[bytes, str]],
+        metrics: Callable[[], tuple[bytes, str]] | None,
         slack: bool = True,
         not_ready: Callable[[], str | None] = lambda: None,
         notice: str | None = None,
@@ -70,7 +70,7 @@ class Router:
             notes = [n for n in (self.notice, degraded and f"degraded: {degraded}") if n]
             ready = "; ".join(["ready", *notes]) + "\n"
             return _plain(start_response, "200 OK", ready.encode())
-        if path == "/metrics" and method == "GET":
+        if path == "/metrics" and method == "GET" and self.metrics is not None:  # else a port apart
             body, content_type = self.metrics()
             start_response("200 OK", [("Content-Type", content_type)])
             return [body]
@@ -111,7 +111,7 @@ class Server:
         *,
         host: str,
         port: int,
-        metrics: Callable[[], tuple[bytes, str]],
+        metrics: Callable[[], tuple[bytes, str]] | None,
         app_token: str | None = None,
         not_ready: Callable[[], str | None] = lambda: None,
         threads: int = 16,

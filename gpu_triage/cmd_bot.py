@@ -11,7 +11,6 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from types import FrameType
@@ -58,7 +57,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, needs="bot")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     if policy.empty:
         log.warning("%s", NO_POLICY_NOTICE)
-        print(f"gpu-triage bot: warning: {NO_POLICY_NOTICE}", file=sys.stderr, flush=True)
     playbook = load_playbook(settings.playbook)
     alerts = _alerts_config(settings.alerts)
     # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE=0 (e.g. when a
@@ -110,8 +108,6 @@ def run(args: argparse.Namespace) -> int:
         # Degraded, not refused: commands are answered (and say they were not recorded), the
         # incident history can be read, /readyz says so.
         log.warning("%s: running degraded, nothing is recorded", read_only)
-        print(f"gpu-triage bot: warning: {read_only}: running degraded, nothing is recorded",
-              file=sys.stderr, flush=True)  # fmt: skip
     clusters = _sources(settings, args)
     metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
@@ -124,18 +120,22 @@ def run(args: argparse.Namespace) -> int:
     )
     assistant = _assistant(clusters.source_for, service)
     try:
-        app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
+        app = create_app(settings, service=service, store=store, policy=policy,
+                         assistant=assistant, client=slack_client(settings))  # fmt: skip
     except (BoltError, SlackApiError, SlackClientError, OSError) as e:  # auth.test at start
         raise UserError(
             f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
         ) from None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
+    apart = settings.metrics_port is not None
+    if apart and settings.metrics_port == settings.port:
+        raise UserError("GPU_TRIAGE_METRICS_PORT is malformed: must differ from PORT")
     try:
         server = Server(
             app,
             host=args.host,
             port=settings.port,
-            metrics=metrics.render,
+            metrics=None if apart else metrics.render,
             app_token=app_token,
             not_ready=clusters.not_ready,
             threads=settings.http_threads,
@@ -144,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         app.close()
         raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
+    stop_metrics = _serve_metrics(metrics, host=args.host, port=settings.metrics_port, app=app)
 
     loop = None
     if alerts is not None:
@@ -165,16 +166,13 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
-    print(
-        f"gpu-triage bot: replica {app.relay.owner} serving {clusters.description} via {mode}; "
-        f"health on :{server.port}/healthz"
-        + (
-            f"; alerts to {len(alerts.channels)} channel(s), sweep every {alerts.interval_seconds:g}s"
-            if alerts is not None
-            else ""
-        ),
-        flush=True,
-    )
+    log.info(
+        "replica %s serving %s via %s; health on :%s/healthz; metrics on :%s/metrics%s",
+        app.relay.owner, clusters.description, mode, server.port,
+        settings.metrics_port or server.port,
+        f"; alerts to {len(alerts.channels)} channel(s), sweep every "
+        f"{alerts.interval_seconds:g}s" if alerts is not None else "",
+    )  # fmt: skip
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -183,8 +181,39 @@ def run(args: argparse.Namespace) -> int:
         if loop is not None:
             loop.stop()
         server.stop()
+        stop_metrics()
         clusters.close()
     return 0
+
+
+def slack_client(settings: Any) -> Any:
+    """The Web API client: slack_sdk's own retry handlers for a refused connection, 429 (after
+    its Retry-After) and 5xx, so a Slack hiccup delays an answer instead of losing it."""
+    from slack_sdk import WebClient
+    from slack_sdk.http_retry import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+    from slack_sdk.http_retry.builtin_handlers import ServerErrorRetryHandler  # 500 and 503
+
+    return WebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.api_base_url,
+        retry_handlers=[
+            ConnectionErrorRetryHandler(max_retry_count=2),
+            RateLimitErrorRetryHandler(max_retry_count=3),
+            ServerErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+def _serve_metrics(metrics: Any, *, host: str, port: int | None, app: Any) -> Callable[[], None]:
+    """/metrics on its own port when GPU_TRIAGE_METRICS_PORT asks; how to stop it."""
+    if port is None:
+        return lambda: None
+    try:
+        stop: Callable[[], None] = metrics.serve(host=host, port=port)
+    except OSError as e:
+        app.close()
+        raise UserError(f"cannot listen on {host}:{port} for metrics: {e.strerror}") from None
+    return stop
 
 
 def _alerts_config(path: str | None) -> Any:

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     up = db_sub.add_parser("upgrade", help="create or upgrade the schema (alembic upgrade head)")
     _common(up, formats=False, migrate=False)
-    up.set_defaults(handler=_upgrade)
+    up.set_defaults(handler=_upgrade, needs="incidents")
 
     ls = subparsers.add_parser("incidents", help="list incidents, newest first")
     ls.add_argument("--status", choices=[s.value for s in IncidentStatus], help="filter by status")
@@ -44,17 +44,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-A", "--all-namespaces", action="store_true", help="every namespace (the default)"
     )
     _common(ls)
-    ls.set_defaults(handler=_list)
+    ls.set_defaults(handler=_list, needs="incidents")
 
     one = subparsers.add_parser("incident", help="one incident and its triage runs")
     one.add_argument("id", type=_positive, metavar="ID", help="incident id")
     _common(one)
-    one.set_defaults(handler=_show)
+    one.set_defaults(handler=_show, needs="incidents")
 
     st = subparsers.add_parser("stats", help="incidents per layer, open now, time to resolve")
     _cluster_arg(st)
     _common(st)
-    st.set_defaults(handler=_stats)
+    st.set_defaults(handler=_stats, needs="incidents")
 
 
 def _cluster_arg(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
+from gpu_triage.extras import require
 from gpu_triage.output import structured
 from gpu_triage.record import record
 from gpu_triage.sources import add_cluster_args, source_from
@@ -48,6 +49,8 @@ def register(sub: Any) -> None:
 
 
 def pending(args: argparse.Namespace) -> int:
+    if args.record:  # before any work: the store is an extra
+        require("incidents", what="--record")
     source = source_from(args)
     namespaces = None
     if not args.all_namespaces:
@@ -63,7 +66,8 @@ def pending(args: argparse.Namespace) -> int:
         recorded = record(reports, database_url=args.database_url, ms=took)
     scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
     shown = MEMBERS_SHOWN if args.output != "wide" else None
-    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown))
+    notes = source.coverage_notes()  # what the snapshot lacks, as every report says
+    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown, notes=notes))
     if recorded:
         print(recorded, file=sys.stderr)
     if not args.exit_code:
@@ -92,8 +96,10 @@ def _full_reports(
     ]
 
 
-def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> str:
-    """People's view of a sweep; `shown` members per group (None: every one)."""
+def to_text(
+    result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN, notes: list[str] | None = None
+) -> str:
+    """People's view of a sweep; `shown` members per group (None: every one); `notes` last."""
     head = (
         f"{result.workloads} stuck workload(s), {result.gpus} GPU(s) waiting, "
         f"{len(result.groups)} cause(s) in {scope} (cluster {result.cluster})"
@@ -127,6 +133,8 @@ def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> 
         ]
     for m in result.unknown[:shown]:
         lines += ["", f"unknown: {m.namespace}/{m.name} ({m.kind}, {m.gpus} GPU): {m.headline}"]
+    if notes:
+        lines += ["", *(f"Note: {note}" for note in notes)]
     return "\n".join(lines)
 
 

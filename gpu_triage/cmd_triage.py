@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_triage.errors import EXIT_OK, answer_status
+from gpu_triage.extras import require
 from gpu_triage.output import add_output_arg, structured
 from gpu_triage.record import record
 from gpu_triage.sources import add_cluster_args, add_engine_args, source_from
@@ -56,6 +57,8 @@ def _config(args: argparse.Namespace) -> EngineConfig:
 
 
 def why_pending(args: argparse.Namespace) -> int:
+    if args.record:  # before any work: the store is an extra
+        require("incidents", what="--record")
     source = source_from(args)
     namespace = args.namespace or source.default_namespace or "default"
     started = time.perf_counter()

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: AnyHttpUrl | None = Field(default=None, validation_alias="SLACK_API_URL")
     port: int = Field(default=3000, ge=1, le=65535, validation_alias="PORT")
+    # /metrics on a port of its own (kept off the Slack endpoint's); None: on PORT.
+    metrics_port: int | None = Field(
+        default=None, ge=1, le=65535, validation_alias="GPU_TRIAGE_METRICS_PORT"
+    )
     # None: the incident store's own default (SQLite under $GPU_TRIAGE_DATA_DIR).
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
     snapshot: str | None = Field(default=None, validation_alias="GPU_TRIAGE_SNAPSHOT")

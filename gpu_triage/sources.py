@@ -44,8 +44,16 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     --operator-namespace."""
     p.add_argument(
         "--snapshot",
-        help="read cluster state from `kubectl get … -o yaml|json` output (file or folder)",
+        help="read cluster state from a snapshot: `gpu-triage snapshot` output (folder or "
+        ".tar.gz) or `kubectl get … -o yaml|json` output (file or folder)",
     )
+    add_live_args(p)
+    add_output_arg(p)
+    add_engine_args(p)
+
+
+def add_live_args(p: argparse.ArgumentParser) -> None:
+    """--kubeconfig / --context / --timeout / --chunk-size: how to read a live cluster."""
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument(
         "--context",
@@ -69,8 +77,6 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
         help="objects per page when listing a live cluster, as kubectl's --chunk-size "
         "(default 500)",
     )
-    add_output_arg(p)
-    add_engine_args(p)
 
 
 def add_engine_args(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ import builtins
 import logging
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, delete, exc, false, func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -310,6 +310,23 @@ class IncidentStore:
                 .group_by(IncidentRow.failing_layer)
             ).all()
         return per_layer({layer: count for layer, count in rows})
+
+    def resolution_times(self, *, within: timedelta) -> builtins.list[tuple[str, float]]:
+        """(failing layer, seconds from opened to resolved) of each incident resolved in the
+        last `within`: what `/metrics` summarises per scrape, over a bounded window."""
+        since = self._clock() - within
+        query = select(
+            IncidentRow.failing_layer, IncidentRow.opened_at, IncidentRow.resolved_at
+        ).where(
+            IncidentRow.status == IncidentStatus.RESOLVED.value, IncidentRow.resolved_at >= since
+        )
+        with self._guard(), self._read() as session:
+            rows = session.execute(query).all()
+        return [
+            (str(layer), (resolved - opened).total_seconds())
+            for layer, opened, resolved in rows
+            if layer is not None and resolved is not None
+        ]
 
     def stats(
         self, *, cluster: str | None = None, where: Callable[[str, str], bool] | None = None

@@ -59,7 +59,7 @@ def triage(
     view = ctx.view
     return assemble(
         d,
-        notes=ctx.notes,
+        notes=[*source.coverage_notes(), *ctx.notes],  # what the source lacks, then the checks'
         now=now,
         gpu_stack=view.describe(),
         operator_namespace=view.namespace,

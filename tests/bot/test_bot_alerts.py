@@ -226,5 +226,5 @@ def test_the_watch_loop_survives_an_unreachable_cluster_and_counts_alerts(
     result = loop.once()
     assert result is not None and result.posted == 2
     body = metrics.render()[0].decode()
-    assert 'alerts_total{action="posted"} 2.0' in body
-    assert re.search(r'stuck_gpu_workloads\{cluster="[^"]+",layer="driver"\} 11.0', body)
+    assert 'gpu_triage_alerts_total{action="posted"} 2.0' in body
+    assert re.search(r'gpu_triage_stuck_gpu_workloads\{cluster="[^"]+",layer="driver"\} 11.0', body)

@@ -247,5 +247,5 @@ def test_the_watch_loop_sweeps_every_cluster_and_alerts_each_apart(fleet: Fleet)
     assert again is not None and again.posted == 0  # in place: nothing posted twice
     assert fleet.service.metrics is not None
     body = fleet.service.metrics.render()[0].decode()
-    assert 'stuck_gpu_workloads{cluster="east",layer="scheduling"}' in body
-    assert 'stuck_gpu_workloads{cluster="west",layer="scheduling"}' in body
+    assert 'gpu_triage_stuck_gpu_workloads{cluster="east",layer="scheduling"}' in body
+    assert 'gpu_triage_stuck_gpu_workloads{cluster="west",layer="scheduling"}' in body

@@ -117,8 +117,8 @@ def test_health_and_metrics(bot: Bot) -> None:
     bot.fake.wait_posts(1)
     with urllib.request.urlopen(bot.base_url + "/metrics", timeout=5) as r:
         text = r.read().decode()
-    assert 'triages_total{layer="scheduling"} 1.0' in text
-    assert 'open_incidents{layer="scheduling"} 1.0' in text
+    assert 'gpu_triage_triages_total{layer="scheduling"} 1.0' in text
+    assert 'gpu_triage_open_incidents{layer="scheduling"} 1.0' in text
 
 
 @pytest.mark.parametrize("delay", [5.0])

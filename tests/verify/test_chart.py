@@ -126,7 +126,9 @@ def test_dockerfile_is_multistage_nonroot_with_healthcheck() -> None:
     froms = re.findall(r"^FROM (\S+)", text, re.M)
     assert len(froms) == 2 and all(re.match(r"python:3\.11\.\d+-slim", f) for f in froms)
     assert re.search(r"^USER 10001", text, re.M) and "/healthz" in text
-    assert 'CMD ["bot"]' in text and "pip install /dist/*.whl" in text  # the built wheel
+    assert (
+        'CMD ["bot"]' in text and 'pip install "$(echo /dist/*.whl)[bot]"' in text
+    )  # the built wheel
 
 
 @pytest.mark.skipif(
