@@ -1,4 +1,4 @@
-"""`gpu-triage pending` as a user runs it: every stuck GPU workload grouped by root cause."""
+"""`gpu-triage pending` as a user runs it: every stuck workload grouped by root cause."""
 
 from __future__ import annotations
 

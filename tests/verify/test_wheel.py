@@ -85,7 +85,7 @@ def test_the_wheel_installs_and_runs_on_each_supported_python(
     p = _run(bin_dir, "gpu-triage", "pending", "-A", "--snapshot",
              str(FIXTURES / "fleet-many-causes.yaml"), cwd=run)  # fmt: skip
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("13 stuck GPU workload(s)")
+    assert p.stdout.startswith("20 stuck workload(s)")
     assert (bin_dir / "kubectl-gpu_triage").exists()
     probe = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))"
     present = _run(bin_dir, "python", "-c", probe, *BOT_ONLY, cwd=run).stdout.split()
