@@ -169,6 +169,7 @@ def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
         code=finding.codes[0],
         nodes=sorted(set(nodes)),
         objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
+        vendor=next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
     )
     return _Decision(
         answer, failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine

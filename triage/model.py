@@ -144,6 +144,9 @@ class Cause(Frozen):
         default_factory=list,
         description="shared objects that block it: 'ResourceQuota ns/name', 'ClusterQueue cq', …",
     )
+    vendor: str | None = Field(
+        default=None, description="the accelerator vendor whose stack it is about ('AMD'), if one"
+    )
 
 
 class TriageVerdict(_Answered):

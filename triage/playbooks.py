@@ -42,7 +42,7 @@ PLACEHOLDERS = frozenset({
     "daemonset_namespace", "daemonset_name", "skip_reason",  # the DaemonSet that should serve
     "setting", "switch_key", "component",  # what switched a component off
     "claim", "volume", "storage_class", "driver", "port", "key", "zone", "where",  # filters
-    "vendor",  # the accelerator vendor the report is about ("AMD")
+    "vendor", "devices",  # the accelerator vendor the report is about ("AMD"), its devices
 })  # fmt: skip
 # Placeholders that make a step operator-only: tenants do not see GPU component pod names.
 OPERATOR_ONLY = frozenset({"component_pod"})

@@ -170,7 +170,9 @@ def test_free_matching_device_means_nothing_blocks() -> None:
     assert r.failing_layer is None
 
 
-def test_claim_reserved_by_another_pod() -> None:
+def test_a_claim_reserved_by_another_pod_is_shared_not_a_blocker() -> None:
+    # a ResourceClaim may be reserved for up to 256 consumers: another pod on its node may
+    # use it too (the claim's node, not its other consumer, is the constraint)
     mine = claim("my-gpu", allocated=["gpu-0"], reserved_for="other-pod")
     r = run(
         plain_node("a1"),
@@ -180,8 +182,18 @@ def test_claim_reserved_by_another_pod() -> None:
         mine,
         dra_pod(),
     )
+    assert r.failing_layer is None, r.headline
+
+
+def test_a_claim_whose_consumer_list_is_full_blocks() -> None:
+    mine = claim("my-gpu", allocated=["gpu-0"])
+    mine["status"]["reservedFor"] = [
+        {"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(256)
+    ]
+    r = run(plain_node("a1"), ops("a1"), device_class(),
+            slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]), mine, dra_pod())  # fmt: skip
     assert r.failing_layer == Layer.SCHEDULING
-    assert "other-pod" in r.finding(Layer.SCHEDULING).summary
+    assert "shared by 256 pods" in r.finding(Layer.SCHEDULING).summary
 
 
 def test_claim_from_template_not_created_yet() -> None:

@@ -22,14 +22,7 @@ def everything(r: TriageReport) -> str:
     return "\n".join(parts)
 
 
-def _expectation(case: dict[str, Any]) -> Any:
-    """An entry marked `xfail_until` is a verdict the engine does not give yet."""
-    until = case.get("xfail_until")
-    marks = [pytest.mark.xfail(reason=f"until {until}", strict=False)] if until else []
-    return pytest.param(case, marks=marks, id=case["file"].rsplit(".", 1)[0])
-
-
-@pytest.mark.parametrize("case", [_expectation(c) for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c["file"].rsplit(".", 1)[0] for c in CASES])
 def test_fixture_verdict(case: dict[str, Any]) -> None:
     source = load_snapshot(FIXTURES / case["file"])
     report = triage(source, namespace=case["namespace"], name=case["name"])

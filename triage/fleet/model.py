@@ -20,9 +20,9 @@ from triage.vendors import NVIDIA
 # How a cause reads in a group's title; codes not listed read as their own words.
 CAUSE_TITLES = {
     "driver.node-not-ready": "GPU nodes NotReady",
-    "driver.pod-failing": f"{NVIDIA.name} driver pods failing",
+    "driver.pod-failing": "{vendor} driver pods failing",
     "driver.pod-missing": "no driver pod on GPU nodes",
-    "driver.toolkit-failing": f"{NVIDIA.name} container toolkit failing",
+    "driver.toolkit-failing": "{vendor} container toolkit failing",
     "driver.validation-failed": "GPU Operator validation stuck",
     "driver.component-disabled": "driver switched off on GPU nodes",
     "driver.not-installed": "no GPU driver installed",
@@ -194,9 +194,10 @@ def group_totals(members: list[Member]) -> dict[str, Any]:
     }
 
 
-def describe_cause(code: str, blocking: list[str]) -> str:
+def describe_cause(code: str, blocking: list[str], vendor: str | None = None) -> str:
     """One line naming the cause and what it is about, with no workload's name in it."""
-    what = CAUSE_TITLES.get(code) or code.split(".", 1)[-1].replace("-", " ")
+    title = CAUSE_TITLES.get(code) or code.split(".", 1)[-1].replace("-", " ")
+    what = title.replace("{vendor}", vendor or NVIDIA.name)
     if not blocking:
         return what
     nodes = [b.removeprefix("node ") for b in blocking if b.startswith("node ")]

@@ -323,7 +323,7 @@ def _group(
         cluster=cluster,
         layer=verdict.failing_layer,
         code=verdict.cause.code,
-        cause=describe_cause(verdict.cause.code, blocking),
+        cause=describe_cause(verdict.cause.code, blocking, verdict.cause.vendor),
         blocking=blocking,
         owner=owner,
         triaged=sum(fresh for _, _, fresh in rows),

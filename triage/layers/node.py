@@ -17,7 +17,7 @@ from triage.layers.node_verdict import NodeVerdict
 from triage.layers.plugin_health import plugin_verdict, sharing_note
 from triage.layers.stacks.state import failing_validation, gpu_resources, is_gpu_node
 from triage.layers.stacks.view import StackView
-from triage.vendors import node_vendor
+from triage.vendors import NVIDIA, node_vendor
 from triage.vendors.nvidia import COUNT
 
 
@@ -141,7 +141,8 @@ def assess_node(
     vendor = node_vendor(node)
     for verdict in (health.driver, health.plugin):
         if vendor is not None and not verdict.ok:  # what reports and steps name it by
-            verdict.values = {"vendor": vendor.name, **verdict.values}
+            devices = "GPUs" if vendor is NVIDIA else vendor.devices
+            verdict.values = {"vendor": vendor.name, "devices": devices, **verdict.values}
     mig = mig_verdict(node, view)
     if mig is not None and mig.code.startswith("driver."):
         health.mig_failed = mig

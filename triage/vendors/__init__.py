@@ -1,5 +1,6 @@
-"""Accelerator vendors: one module each (`nvidia`), each building a `Vendor` descriptor
-(`base`), listed in `VENDORS`. The engine asks these functions, never a vendor's names.
+"""Accelerator vendors: one module per vendor or family (`nvidia`, `amd`, `intel`, `cloud`),
+each building `Vendor` descriptors (`base`), listed in `VENDORS`. The engine asks these
+functions, never a vendor's names.
 
 May import: `triage.cluster.objects` and nothing else of the engine.
 """
@@ -8,10 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from triage.vendors.amd import AMD
 from triage.vendors.base import Vendor
+from triage.vendors.cloud import NEURON, TPU
+from triage.vendors.intel import GAUDI, INTEL_GPU
 from triage.vendors.nvidia import NVIDIA
 
-VENDORS: tuple[Vendor, ...] = (NVIDIA,)
+VENDORS: tuple[Vendor, ...] = (NVIDIA, AMD, GAUDI, INTEL_GPU, NEURON, TPU)
+# Every vendor's stacks, by the name `component` gives them: what reports call each.
+STACK_TITLES: dict[str, str] = {k: v for vendor in VENDORS for k, v in vendor.stack_titles.items()}
 
 
 def vendor_of(resource: str) -> Vendor | None:
@@ -49,5 +55,5 @@ def component(
     )
 
 
-__all__ = ["NVIDIA", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
+__all__ = ["NVIDIA", "STACK_TITLES", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
            "node_vendor", "vendor_of"]  # fmt: skip

@@ -46,6 +46,12 @@ class Vendor:
     classify: Classify = lambda *_: None
     titles: Mapping[str, str] = field(default_factory=dict)  # role -> "NVIDIA driver"
     stack_titles: Mapping[str, str] = field(default_factory=dict)  # stack -> its name
+    device_word: str = "GPU"  # what one of its devices is, after its name: "GPU", "chip"
+
+    @property
+    def devices(self) -> str:
+        """Its devices, as reports say them: "AMD GPUs", "AWS Neuron devices"."""
+        return f"{self.name} {self.device_word}s"
 
     def on_node(self, labels: Mapping[str, str], capacity: Mapping[str, object]) -> bool:
         """Whether a node with these labels and capacity carries the vendor's devices: its

@@ -107,14 +107,14 @@ def classify(
         return GKE, "driver"
     app_name = labels_.get("app.kubernetes.io/name") or ""
     component = next((v for k, v in labels_.items() if k.endswith("-component")), "")
-    if app_name in _DRA_NAMES or any("dra-driver" in i for i in images):
+    if app_name in _DRA_NAMES or any("nvidia" in i and "dra-driver" in i for i in images):
         return (DRA, "dra-plugin") if "kubelet-plugin" in (name + component) else (DRA, "other")
     if (
         app_name == "nvidia-device-plugin"
         or labels_.get("name") in ("nvidia-device-plugin-ds", "nvidia-device-plugin")
         or k8s_app == "nvidia-device-plugin"
         or name.startswith("nvidia-device-plugin")
-        or any("k8s-device-plugin" in i for i in images)
+        or any("nvidia" in i and "k8s-device-plugin" in i for i in images)
     ):
         if "gpu-feature-discovery" in name:
             return PLUGIN, "gfd"

@@ -168,9 +168,11 @@ def check_claims(ctx: Context, pod: Obj, stacks: StackView) -> ClaimCheck:
             if selector:
                 pinned.append((ref, selector))
                 where = _named_nodes(selector)
+                others = reserved_for_others(claim, pod)
+                shared = f", shared with pod(s) {', '.join(others[:3])}" if others else ""
                 out.context.append(
-                    f"ResourceClaim {ref} is already allocated: the pod can only run where its "
-                    f"devices are ({', '.join(sorted(where)) if where else 'the nodes its allocation selects'})"
+                    f"ResourceClaim {ref} is already allocated{shared}: the pod can only run "
+                    f"where its devices are ({', '.join(sorted(where)) if where else 'the nodes its allocation selects'})"
                 )
         else:
             requests.extend(requests_of(claim))
@@ -222,10 +224,16 @@ def _pinned_block(
     return None
 
 
+# A claim may be reserved for this many consumers at once (ResourceClaimStatus.reservedFor):
+# pods on the claim's node share it until the list is full.
+RESERVED_FOR_MAX = 256
+
+
 def _allocated(ref: str, claim: Obj, pod: Obj) -> list[Signal]:
-    """An allocated claim holds the pod back only when it is reserved for other pods."""
+    """An allocated claim holds the pod back only when its consumers list is full: any other
+    pod on its node may share it (its node is the pod's constraint, `_pinned_block`)."""
     others = reserved_for_others(claim, pod)
-    if not others:
+    if len(others) < RESERVED_FOR_MAX:
         return []
     results = (((claim["status"]["allocation"]).get("devices") or {}).get("results")) or []
     devs = ", ".join(f"{r.get('pool')}/{r.get('device')}" for r in results)
@@ -233,7 +241,8 @@ def _allocated(ref: str, claim: Obj, pod: Obj) -> list[Signal]:
         Signal(
             Layer.SCHEDULING,
             "scheduling.dra-claim-in-use",
-            f"ResourceClaim {ref} is allocated and reserved for pod(s) {', '.join(others)}",
+            f"ResourceClaim {ref} is shared by {len(others)} pods already, the most a claim "
+            f"may be reserved for ({', '.join(others[:3])}, ...)",
             evidence=[f"ResourceClaim {ref} is allocated ({devs or 'no devices listed'})"],
         )
     ]

@@ -16,7 +16,7 @@ from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.registry import EXCLUSION_CODES
 from triage.model import Layer
 from triage.signals import Signal
-from triage.vendors import is_accelerator
+from triage.vendors import vendor_of
 
 EXCLUSION_CODE = EXCLUSION_CODES
 
@@ -134,7 +134,12 @@ def no_candidate_summary(
     want = ", ".join(f"{fmt_amount(k, v)} {k}" for k, v in gpu.items())
     asks = f"pod requests {want}" if want else "the pod requests no accelerator"
     labels_text = ", ".join(missing)
-    kind = "GPU node" if any(map(is_accelerator, gpu)) else "node"
+    vendor = next(filter(None, map(vendor_of, gpu)), None)
+    kind = (
+        "node" if vendor is None
+        else "GPU node" if vendor.device_word == "GPU"
+        else f"{vendor.name} node"
+    )  # fmt: skip
     if code == "scheduling.selector-mismatch":
         if labels_text:
             return f"no {kind} has the label(s) the pod's nodeSelector asks for: {labels_text} ({asks})"

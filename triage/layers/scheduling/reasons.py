@@ -32,7 +32,7 @@ from triage.vendors import NVIDIA
 _NODE_SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
     "driver.pod-missing": "{n} of {c} node(s) the pod can use have no {vendor} driver pod",
-    "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their GPUs: the {vendor} driver pod is failing",
+    "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their {devices}: the {vendor} driver pod is failing",
     "driver.toolkit-failing": "{n} of {c} node(s) the pod can use have a failing {vendor} container toolkit",
     "driver.validation-failed": "{n} of {c} node(s) the pod can use fail the operator's driver validation",
     "driver.component-disabled": "{n} of {c} node(s) the pod can use have their driver or container toolkit switched off by label or policy, and no driver is loaded",
@@ -42,15 +42,15 @@ _NODE_SUMMARY = {
     "device-plugin.pod-missing": "{n} of {c} node(s) the pod can use have no device-plugin pod although one should run there",
     "device-plugin.component-disabled": "{n} of {c} node(s) the pod can use have their device plugin switched off by label or policy",
     "device-plugin.paused": "{n} of {c} node(s) the pod can use have their device plugin paused",
-    "device-plugin.host-plugin": "{n} of {c} node(s) the pod can use advertise no GPUs from the device plugin that runs on the host",
+    "device-plugin.host-plugin": "{n} of {c} node(s) the pod can use advertise no {devices} from the device plugin that runs on the host",
     "device-plugin.not-deployed": "{n} of {c} node(s) the pod can use run no device plugin: no device-plugin DaemonSet targets them",
     "device-plugin.not-installed": "{n} of {c} node(s) the pod can use run no device plugin: none is installed for them",
     "device-plugin.gfd-down": "{n} of {c} node(s) the pod could use lack the GPU labels it selects because GPU feature discovery is not running there",
-    "device-plugin.no-gpu-resource": "{n} of {c} node(s) the pod can use advertise no GPUs to kubelet (device plugin)",
+    "device-plugin.no-gpu-resource": "{n} of {c} node(s) the pod can use advertise no {devices} to kubelet (device plugin)",
     "device-plugin.pod-failing": "{n} of {c} node(s) the pod can use have a failing device plugin",
     "device-plugin.mig-only": "{n} of {c} node(s) the pod can use expose only MIG slices, but the pod asks for whole GPUs",
     "device-plugin.mig-profile-missing": "{n} of {c} node(s) the pod can use are not partitioned into the MIG profile the pod asks for",
-    "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost GPUs to unhealthy devices (allocatable < capacity)",
+    "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost {devices} to unhealthy devices (allocatable < capacity)",
     "device-plugin.resource-renamed": "{n} of {c} node(s) the pod can use advertise the GPU under another resource name",
     "device-plugin.mig-reconfiguring": "{n} of {c} node(s) the pod can use are being repartitioned (MIG reconfiguration in progress)",
 }  # fmt: skip
@@ -259,8 +259,8 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
     ):
         template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
         values = dict(next((f.values for f in group if f.values), {}))
-        summary = template.format_map({"vendor": NVIDIA.name, **values, "n": n,
-                                        "c": nodes.candidates})  # fmt: skip
+        summary = template.format_map({"vendor": NVIDIA.name, "devices": "GPUs", **values,
+                                        "n": n, "c": nodes.candidates})  # fmt: skip
         scattered = _fragmented(nodes) if code == INSUFFICIENT else []
         if scattered:  # enough free in all, not on any one node: say both figures
             summary += f": {scattered[0]}"

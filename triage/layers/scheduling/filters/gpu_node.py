@@ -22,7 +22,9 @@ def exclude(
     wanted = [r for r in requests if is_accelerator(r)]
     if wanted and not health.gpu_node:
         vendor = vendor_of(wanted[0]) or NVIDIA
-        return Exclusion(NO_GPU, lambda: f"node {health.name} has no {vendor.name} GPU")
+        return Exclusion(
+            NO_GPU, lambda: f"node {health.name} has no {vendor.name} {vendor.device_word}"
+        )
     return None
 
 
