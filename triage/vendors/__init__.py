@@ -35,6 +35,15 @@ def accelerator_requests(requests: Mapping[str, int]) -> dict[str, int]:
     return {r: v for r, v in requests.items() if is_accelerator(r)}
 
 
+def node_vendors(node: Mapping[str, object]) -> tuple[str, ...]:
+    """The keys of every vendor whose accelerators the node carries (most nodes: one)."""
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    labels = meta.get("labels") or {} if isinstance(meta, Mapping) else {}
+    capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
+    return tuple(v.key for v in VENDORS if v.on_node(labels, capacity))
+
+
 def node_vendor(node: Mapping[str, object]) -> Vendor | None:
     """The vendor whose accelerators the node carries (the first, on the rare node with
     two), or None for a node with none."""
@@ -56,4 +65,4 @@ def component(
 
 
 __all__ = ["NVIDIA", "STACK_TITLES", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
-           "node_vendor", "vendor_of"]  # fmt: skip
+           "node_vendor", "node_vendors", "vendor_of"]  # fmt: skip

@@ -10,7 +10,7 @@ from triage.cluster.selectors import selector_mismatch
 from triage.cluster.usage import NodeUsage
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.dra import NO_DRA
-from triage.layers.scheduling.filters.gpu_node import NO_GPU
+from triage.layers.scheduling.filters.gpu_node import CATEGORY
 from triage.layers.scheduling.filters.resources_fit import MIG, NOT_OFFERED, TOO_SMALL
 from triage.layers.scheduling.no_candidate import exclusion_code
 from triage.layers.scheduling.placement import Evaluation, Placement
@@ -56,7 +56,7 @@ def _excluded_by(category: str, placement: Placement, node: Obj, health: NodeHea
         pairs = [m.split(" (")[0] for m in selector_mismatch(placement.pod, node)]
         return ", ".join(p if p == "required node affinity" else f"label {p}" for p in pairs)
     requests = placement.requests
-    if category == NO_GPU:
+    if category in CATEGORY.values():
         return "resource " + next(filter(is_accelerator, requests), "GPU")
     if category in (TOO_SMALL, NOT_OFFERED, MIG):
         alloc = health.allocatable_all
