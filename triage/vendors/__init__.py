@@ -8,6 +8,7 @@ May import: `triage.cluster.objects` and nothing else of the engine.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 from triage.vendors.amd import AMD
 from triage.vendors.base import Vendor
@@ -20,14 +21,16 @@ VENDORS: tuple[Vendor, ...] = (NVIDIA, AMD, GAUDI, INTEL_GPU, NEURON, TPU)
 STACK_TITLES: dict[str, str] = {k: v for vendor in VENDORS for k, v in vendor.stack_titles.items()}
 
 
+@lru_cache(maxsize=1024)
 def vendor_of(resource: str) -> Vendor | None:
-    """The vendor whose device `resource` is, or None for any other resource."""
+    """The vendor whose device `resource` is, or None for any other resource (a cluster names
+    a few dozen resources: each is looked up once)."""
     return next((v for v in VENDORS if v.is_resource(resource)), None)
 
 
 def is_accelerator(resource: str) -> bool:
     """Whether `resource` is an accelerator of a vendor the engine knows."""
-    return any(v.is_resource(resource) for v in VENDORS)
+    return vendor_of(resource) is not None
 
 
 def accelerator_requests(requests: Mapping[str, int]) -> dict[str, int]:

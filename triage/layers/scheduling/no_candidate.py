@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 
 from triage.cluster.objects import Obj, labels
 from triage.cluster.quantities import fmt_amount, gpu_requests, is_extended
-from triage.layers.node import NodeHealth
 from triage.layers.scheduling import dra
 from triage.layers.scheduling.filters import resources_fit
 from triage.layers.scheduling.placement import Evaluation, Placement
@@ -61,7 +60,7 @@ def no_candidate_signal(
         if len(pool) > len(examples):
             evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
     missing = _unmatched_labels(pod, nodes)
-    absent = _not_offered(placement, pools, fitting) if code == NOT_OFFERED else []
+    absent = _not_offered(placement, nodes, fitting) if code == NOT_OFFERED else []
     summary = no_candidate_summary(
         code, _wanted(placement.requests, gpu), missing=missing, absent=absent
     )
@@ -93,12 +92,21 @@ def _wanted(requests: Mapping[str, int], gpu: dict[str, int]) -> dict[str, int]:
 
 def _not_offered(
     placement: Placement,
-    pools: list[tuple[tuple[str, bool], list[tuple[Obj, NodeHealth]]]],
+    nodes: Evaluation,
     fitting: Counter[str],
 ) -> list[str]:
-    """The resources the pod asks that no node passing its constraints lists at all."""
-    offered = [h.allocatable_all for (c, _), pool in pools if c in fitting for _, h in pool]
-    return [r for r in placement.requests if r != "pods" and all(r not in a for a in offered)]
+    """The resources the pod asks that no node passing its constraints lists at all (nodes
+    of one class list the same resources: each class is looked at once)."""
+    missing = [r for r in placement.requests if r != "pods"]
+    classes = nodes.excluded_classes
+    if classes is None:  # judged node by node
+        classes = [(c, h) for (c, _), pool in nodes.excluded.items() for _, h in pool]
+    for category, health in classes:
+        if category in fitting:
+            missing = [r for r in missing if r not in health.allocatable_all]
+            if not missing:
+                break
+    return missing
 
 
 def exclusion_code(category: str) -> str:
