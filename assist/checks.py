@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from triage import (
+    Audience,
     ClusterSource,
     EngineConfig,
     ForbiddenError,
@@ -315,7 +316,9 @@ def _quota(q: dict[str, Any]) -> Result:
 
 
 def report_digest(report: TriageReport, *, operator: bool) -> Result:
-    """The report as compact JSON for a model or a tool caller; `detail` only for operators."""
+    """The report as compact JSON for a model or a tool caller, as much of it as the caller may
+    read (`TriageReport.for_audience`: `detail` and operator steps only for operators)."""
+    report = report.for_audience(Audience.of(operator=operator))
     out: Result = {
         "pod": f"{report.pod.namespace}/{report.pod.name}",
         "failing_layer": None if report.failing_layer is None else report.failing_layer.value,
@@ -326,12 +329,12 @@ def report_digest(report: TriageReport, *, operator: bool) -> Result:
                 "status": f.status.value,
                 "summary": f.summary,
                 "evidence": list(f.evidence),
-                **({"detail": list(f.detail)} if operator and f.detail else {}),
+                **({"detail": list(f.detail)} if f.detail else {}),
             }
             for f in report.findings
         ],
         "owner": None if report.owner is None else report.owner.team,
-        "remediation": (list(report.operator_steps) if operator else []) + list(report.remediation),
+        "remediation": list(report.operator_steps) + list(report.remediation),
     }
     if report.pod.node:
         out["node"] = report.pod.node

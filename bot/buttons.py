@@ -36,6 +36,7 @@ from bot.render import (
 )
 from incidents.errors import IncidentNotFoundError, IncidentStoreError, InvalidTransitionError
 from incidents.values import Incident, IncidentStatus
+from triage import Audience
 
 log = logging.getLogger(__name__)
 _ID = re.compile(r"[0-9]{1,19}")
@@ -136,13 +137,17 @@ class Buttons:
         )
         if not press.in_thread or press.incident is None:
             operator = self.h.viewer(press.asker).operator
-            blocks = report_blocks(outcome.report, include_detail=operator, ref=new_ref)
+            blocks = report_blocks(
+                outcome.report, audience=Audience.of(operator=operator), ref=new_ref
+            )
             self._privately(press, text=headline_text(outcome.report), blocks=blocks)
             return
         channel, thread = press.incident.channel, press.incident.thread_ts
         assert channel is not None  # in_thread: the press came from the recorded channel
         blocks = report_blocks(
-            outcome.report, include_detail=self.h.channel_audience_is_operator(channel), ref=new_ref
+            outcome.report,
+            audience=Audience.of(operator=self.h.channel_audience_is_operator(channel)),
+            ref=new_ref,
         )
         self.h.client.chat_postMessage(
             channel=channel,
@@ -200,7 +205,9 @@ class Buttons:
         if report is None:
             return [context(note)]
         ref = ButtonRef(inc.cluster, inc.namespace, inc.name, str(inc.id))
-        blocks = report_blocks(report, include_detail=detail, ref=ref, buttons=False)
+        blocks = report_blocks(
+            report, audience=Audience.of(operator=detail), ref=ref, buttons=False
+        )
         return [*blocks[:49], context(note)]
 
     def escalate(self, press: Press) -> None:

@@ -33,6 +33,7 @@ from bot.render import (
 from bot.work import Busy, Done, Flights
 from incidents.errors import IncidentStoreError
 from triage import (
+    Audience,
     ForbiddenError,
     InvalidNameError,
     NotFoundError,
@@ -256,7 +257,7 @@ class Handlers:
         if incident is not None and incident.thread_ts and incident.channel == asker.channel:
             thread_ts = incident.thread_ts  # the open incident's thread: keep follow-ups there
         operators = self.channel_audience_is_operator(asker.channel)
-        blocks = report_blocks(report, include_detail=operators, ref=ref)
+        blocks = report_blocks(report, audience=Audience.of(operator=operators), ref=ref)
         blocks = with_summary(blocks, self.summary(report, operator=operators))
         if outcome.store_error:
             detail = outcome.store_error if operators else None
@@ -288,7 +289,9 @@ class Handlers:
 
     def _reply_private(self, asker: Asker, outcome: OutcomeLike, *, ref: ButtonRef) -> None:
         viewer = self.viewer(asker, outcome.report.cluster)
-        blocks = report_blocks(outcome.report, include_detail=viewer.operator, ref=ref)
+        blocks = report_blocks(
+            outcome.report, audience=Audience.of(operator=viewer.operator), ref=ref
+        )
         blocks = with_summary(blocks, self.summary(outcome.report, operator=viewer.operator))
         if outcome.store_error:
             detail = outcome.store_error if viewer.operator else None

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.mrkdwn import code, escape, plain, truncate
 from triage import (
+    Audience,
     Layer,
     OwnerRoute,
     Status,
@@ -142,11 +143,13 @@ def headline_text(report: TriageReport) -> str:
 def report_blocks(
     report: TriageReport,
     *,
-    include_detail: bool,
+    audience: Audience,
     ref: ButtonRef,
     buttons: bool = True,
 ) -> list[Block]:
-    """The full reply. `include_detail` is False for tenant audiences (operator-only lines)."""
+    """The full reply, as much of it as `audience` may read (`TriageReport.for_audience`):
+    what only operators see is marked `[operator]`."""
+    report = report.for_audience(audience)
     layer = report.failing_layer
     pod = report.pod
     title = "Not blocked" if layer is None else f"Blocked at {layer.value}: {layer.label}"
@@ -172,16 +175,14 @@ def report_blocks(
 
     if layer is not None:
         finding = report.finding(layer)
-        lines = list(finding.evidence)
-        if include_detail:
-            lines += [f"[operator] {d}" for d in finding.detail]
+        lines = list(finding.evidence) + [f"[operator] {d}" for d in finding.detail]
         if lines:
             blocks.append(section("*Evidence*\n" + bullet_list(lines)))
     side = [
         f for f in report.findings if f.layer != layer and f.status in (Status.FAIL, Status.WARN)
     ]
     for f in side[:3]:
-        extra = list(f.evidence) + (list(f.detail) if include_detail else [])
+        extra = list(f.evidence) + list(f.detail)
         icon = _STATUS_ICON[f.status]
         text = f"{icon} *Side finding ({escape(f.layer.value)}):* {escape(f.summary)}"
         if extra:
@@ -190,7 +191,7 @@ def report_blocks(
 
     if report.owner is not None and layer is not None:
         blocks.append(section(owner_text(report.owner)))
-    remediation = (report.operator_steps if include_detail else []) + report.remediation
+    remediation = report.operator_steps + report.remediation
     if remediation:
         steps = [
             f"{i}. {escape(truncate(s, limit=LINE_LIMIT))}"
@@ -199,13 +200,11 @@ def report_blocks(
         if len(remediation) > 6:
             steps.append(f"… and {len(remediation) - 6} more")
         blocks.append(section("*Next steps*\n" + "\n".join(steps)))
-    if include_detail and report.verification:
+    if report.verification:
         blocks.append(section("*Verify*\n" + bullet_list(report.verification, shown=5)))
 
     layers = " · ".join(f"{_STATUS_ICON[f.status]} {f.layer.value}" for f in report.findings)
     age = report.data_age_note
-    if age and not include_detail:  # the lost watch's error may name the API server
-        age = age.split(" (", 1)[0] if ": lost the watch on " in age else age
     note = f" · {escape(age)}" if age else ""
     blocks.append(context(layers + note))
     if buttons:
