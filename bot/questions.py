@@ -40,7 +40,11 @@ class Questions:
             self.h.say(asker, msg.ask_unavailable())
             return
         answer = self.h.assistant.ask(
-            cmd.question, caller=viewer, default_namespace=viewer.default_namespace, prefix="/gpu "
+            cmd.question,
+            caller=viewer,
+            default_namespace=viewer.default_namespace,
+            prefix="/gpu ",
+            cluster=cluster,  # the asker's channel's cluster, not the bot's default
         )
         text = msg.ask_answer(answer.text, trusted=answer.kind in ("faq", "unknown"))
         if answer.discarded:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import time
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 
     from assist.ask import Assistant
     from gpu_triage.service import TriageService
+    from gpu_triage.settings import Settings
     from kube.cache import CachedSource
     from triage import ClusterSource, SourceStatus
 
@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import load_settings
-    from incidents.store import IncidentStore
-    from triage import EngineConfig, load_playbook
+    from triage import load_playbook
 
     settings = load_settings(
         port=args.port,
@@ -96,15 +95,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-triage bot: warning: {NO_POLICY_NOTICE}", file=sys.stderr, flush=True)
     playbook = load_playbook(settings.playbook)
     alerts = _alerts_config(settings.alerts)
-    # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE=0 (e.g. when a
+    # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE is off (e.g. when a
     # deployment runs `gpu-triage db upgrade` as a separate step).
-    auto = os.environ.get("GPU_TRIAGE_AUTO_MIGRATE", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
-    store = IncidentStore.open(settings.database_url, auto_migrate=auto)
+    store = settings.open_store(migrate=True)
     read_only = store.check_writable()
     if read_only is not None:
         # Degraded, not refused: commands are answered (and say they were not recorded), the
@@ -116,13 +109,13 @@ def run(args: argparse.Namespace) -> int:
     metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
         source_for=clusters.source_for,
-        config=EngineConfig(operator_namespace=settings.operator_namespace),
+        config=settings.engine_config(),
         playbook=playbook,
         store=store,
         metrics=metrics,
         statuses=clusters.statuses,
     )
-    assistant = _assistant(clusters.source_for, service)
+    assistant = _assistant(settings, service)
     try:
         app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
     except (BoltError, SlackApiError, SlackClientError, OSError) as e:  # auth.test at start
@@ -199,24 +192,19 @@ def _alerts_config(path: str | None) -> Any:
         raise UserError(str(e)) from None
 
 
-def _assistant(
-    source_for: Callable[[str | None], ClusterSource], service: TriageService
-) -> Assistant:
-    """`/gpu ask` and triage summaries; a chat model only if GPU_TRIAGE_LLM_PROVIDER is set."""
+def _assistant(settings: Settings, service: TriageService) -> Assistant:
+    """`/gpu ask` and triage summaries; a chat model only if GPU_TRIAGE_LLM_PROVIDER is set.
+    Its checks read through the bot's own service, in the cluster each question is about."""
     from assist.ask import Assistant
-    from assist.checks import EngineBackend
     from assist.provider import ProviderError, model_from_env
 
     try:
-        model = model_from_env()
+        model = model_from_env(settings.llm)
     except ProviderError as e:
         raise UserError(str(e)) from None
-    backend = EngineBackend(
-        source_for=lambda: source_for(None), config=service.config, playbook=service.playbook
-    )
     if model is not None:
         log.info("assistant: chat model %s configured", type(model).__name__)
-    return Assistant(backend=backend, model=model)
+    return Assistant(backend=service, model=model)
 
 
 @dataclass

@@ -1,6 +1,9 @@
 """One triage, end to end, for every adapter: read the cluster, explain, time, record, count.
 
-The CLI and the Slack bot both call `TriageService.run`. Engine errors (bad name, unknown pod,
+The Slack bot, the CLI's `--record` and `ask` (in a terminal or in Slack, with or without a
+language model) all go through `TriageService`, with the cluster passed through: `run` is a
+recorded triage, `report` the engine's answer alone (what `ask`'s checks read), `record` the
+recording half of `run` (the CLI's `pending --record` triages a sweep's workloads itself). Engine errors (bad name, unknown pod,
 unreachable cluster) propagate: the caller owns the wording. A failure of the incident store
 never hides the answer: the report comes back with `store_error` set, and the failure is logged.
 """
@@ -84,6 +87,17 @@ class TriageService:
         self._memos: dict[str, tuple[Lock, FleetMemo]] = {}
         self._memo_lock = Lock()
 
+    def report(self, *, cluster: str | None, namespace: str, name: str) -> TriageReport:
+        """The engine's answer for one workload of `cluster` (None: the default), neither
+        timed nor recorded."""
+        return self._triage(
+            self.source_for(cluster),
+            namespace=namespace,
+            name=name,
+            config=self.config,
+            playbook=self.playbook,
+        )
+
     def run(
         self,
         *,
@@ -92,20 +106,38 @@ class TriageService:
         name: str,
         requested_by: str | None,
         channel: str | None = None,
+        via: str = "slack",
     ) -> TriageRun:
+        """A triage timed, counted and recorded (`via`: the chat it was asked in, or "cli")."""
         started = self._timer()
-        source = self.source_for(cluster)
-        report = self._triage(
-            source, namespace=namespace, name=name, config=self.config, playbook=self.playbook
-        )
+        report = self.report(cluster=cluster, namespace=namespace, name=name)
         duration_ms = (self._timer() - started) * 1000.0
         if self.metrics is not None:
             self.metrics.observe(report, duration_ms=duration_ms)
+        return self.record(
+            report, requested_by=requested_by, duration_ms=duration_ms, channel=channel, via=via
+        )
+
+    def record(
+        self,
+        report: TriageReport,
+        *,
+        requested_by: str | None,
+        duration_ms: float,
+        channel: str | None = None,
+        via: str = "slack",
+    ) -> TriageRun:
+        """Record a triage made elsewhere; a store failure is the run's `store_error`."""
         if self.store is None:
             return TriageRun(report, None, False, None, duration_ms)
+        namespace, name = report.pod.namespace, report.pod.name
         try:
             result = self.store.record(
-                report, requested_by=requested_by, duration_ms=duration_ms, channel=channel
+                report,
+                requested_by=requested_by,
+                duration_ms=duration_ms,
+                channel=channel,
+                source=via,
             )
         except IncidentStoreError as e:
             log.error("triage of %s/%s not recorded: %s", namespace, name, e)
@@ -141,6 +173,10 @@ class TriageService:
         if self.metrics is not None and namespaces is None:
             self.metrics.observe_sweep(result, duration_ms=(self._timer() - started) * 1000.0)
         return result
+
+    def source(self, cluster: str | None) -> ClusterSource:
+        """What `cluster` (None: the default) is read through."""
+        return self.source_for(cluster)
 
     def cluster_name(self, cluster: str | None) -> str:
         """The name of the cluster `cluster` selects (None: the default); LookupError when

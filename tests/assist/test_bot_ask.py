@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from assist.ask import Assistant
-from assist.checks import EngineBackend
 from tests.assist.fakes import scripted
 from tests.bot.conftest import Bot
 
@@ -16,9 +15,8 @@ def _text(args: dict[str, Any]) -> str:
 
 
 def _assistant(bot: Bot, *replies: str) -> Assistant:
-    source = bot.source
     model = scripted(*replies) if replies else None
-    return Assistant(backend=EngineBackend(source_for=lambda: source), model=model)
+    return Assistant(backend=bot.service, model=model)
 
 
 def test_ask_faq_without_any_assistant(bot: Bot) -> None:
