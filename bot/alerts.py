@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError
 from bot.fleet import alert_text, group_blocks
 from bot.mrkdwn import escape
 from bot.render import section
-from incidents.values import CLAIM_TTL, GroupChange, GroupIncident
+from incidents.values import CLAIM_TTL, GroupChange, GroupIncident, ThreadRef
 from triage.fleet import Group, Sweep
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class GroupBookLike(Protocol):
     def open_by_key(self, cluster: str) -> dict[str, GroupIncident]: ...
     def claim_post(self, group_id: int, *, channel: str) -> GroupIncident | None: ...
     def release_post(self, group_id: int) -> None: ...
-    def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
+    def attach_thread(self, group_id: int, *, thread: ThreadRef) -> None: ...
     def claim_announce(self, group_id: int, *, seen: int, workloads: int) -> bool: ...
     def posts_since(self, channel: str, since: datetime) -> int: ...
 
@@ -193,18 +193,18 @@ class Alerter:
             self.groups.release_post(row.id)
             return
         where = str(posted.get("channel") or rule.id or channel)
-        self.groups.attach_thread(row.id, channel=where, thread_ts=str(posted.get("ts")))
+        self.groups.attach_thread(row.id, thread=ThreadRef("slack", where, str(posted.get("ts"))))
         self.groups.claim_announce(row.id, seen=row.announced_workloads, workloads=group.workloads)
         out.posted += 1
 
     def _changed(self, change: GroupChange, group: Group, now: datetime, out: CycleResult) -> None:
         row = change.group
-        if row.channel is None or row.thread_ts is None:
+        if row.channel is None or row.thread is None:
             return  # not posted (yet): nothing to update
         try:
             self.client.chat_update(
                 channel=row.channel,
-                ts=row.thread_ts,
+                ts=row.thread,
                 text=alert_text(group.layer.value, group.cluster, group.cause),
                 blocks=group_blocks(group, now=now),
             )
@@ -218,7 +218,7 @@ class Alerter:
             ):
                 self.client.chat_postMessage(
                     channel=row.channel,
-                    thread_ts=row.thread_ts,
+                    thread_ts=row.thread,
                     reply_broadcast=True,
                     text=(
                         f"grew from {seen} to {group.workloads} stuck workload(s), "
@@ -229,13 +229,13 @@ class Alerter:
             log.warning("alert for group %s not updated: %s", row.id, e)
 
     def _resolved(self, row: GroupIncident, out: CycleResult) -> None:
-        if row.channel is None or row.thread_ts is None:
+        if row.channel is None or row.thread is None:
             return
         text = "resolved: " + alert_text(row.layer.value, row.cluster, row.cause)
         try:
             self.client.chat_update(
                 channel=row.channel,
-                ts=row.thread_ts,
+                ts=row.thread,
                 text=text,
                 blocks=[
                     section(f":white_check_mark: {escape(text)}\nno workload is stuck on it now")
@@ -243,7 +243,7 @@ class Alerter:
             )
             self.client.chat_postMessage(
                 channel=row.channel,
-                thread_ts=row.thread_ts,
+                thread_ts=row.thread,
                 text="resolved: no workload is stuck on it now",
             )
             out.resolved += 1
@@ -254,4 +254,4 @@ class Alerter:
 def _abandoned(row: GroupIncident, now: datetime) -> bool:
     """A claim to post that never got its thread: the replica that claimed it died between
     the claim and the post. `GroupBook.claim_post` lets another replica take it over."""
-    return row.thread_ts is None and row.posted_at is not None and row.posted_at < now - CLAIM_TTL
+    return row.thread is None and row.posted_at is not None and row.posted_at < now - CLAIM_TTL

@@ -111,7 +111,7 @@ class Buttons:
             and reported is not None
             and container.get("channel_id", reported) == reported
             and reported == incident.channel
-            and incident.thread_ts is not None
+            and incident.thread is not None
         )
         asker = Asker(
             user=presser.user, channel=reported if in_thread else None, respond=presser.respond
@@ -142,7 +142,7 @@ class Buttons:
             )
             self._privately(press, text=headline_text(outcome.report), blocks=blocks)
             return
-        channel, thread = press.incident.channel, press.incident.thread_ts
+        channel, thread = press.incident.channel, press.incident.thread
         assert channel is not None  # in_thread: the press came from the recorded channel
         blocks = report_blocks(
             outcome.report,
@@ -181,17 +181,17 @@ class Buttons:
             self.h.store_failed(press.asker, e)
             return
         note = msg.incident_resolved(incident_id=str(inc.id), user=press.asker.user)
-        if not press.in_thread or inc.channel is None or inc.thread_ts is None:
+        if not press.in_thread or inc.channel is None or inc.thread is None:
             self._privately(press, text=note, blocks=self._resolved_blocks(inc, note, detail=False))
             return
         detail = self.h.channel_audience_is_operator(inc.channel)
         self.h.client.chat_update(
             channel=inc.channel,
-            ts=inc.thread_ts,
+            ts=inc.thread,
             text=note,
             blocks=self._resolved_blocks(inc, note, detail=detail),
         )
-        self.h.client.chat_postMessage(channel=inc.channel, thread_ts=inc.thread_ts, text=note)
+        self.h.client.chat_postMessage(channel=inc.channel, thread_ts=inc.thread, text=note)
 
     def _resolved_blocks(self, inc: Incident, note: str, *, detail: bool) -> list[Block]:
         """The incident's message after Resolve, rebuilt from its last stored report (never
@@ -224,11 +224,9 @@ class Buttons:
             return
         inc = press.incident
         permalink: str | None = None
-        if inc is not None and inc.channel and inc.thread_ts:
+        if inc is not None and inc.channel and inc.thread:
             try:
-                link = self.h.client.chat_getPermalink(
-                    channel=inc.channel, message_ts=inc.thread_ts
-                )
+                link = self.h.client.chat_getPermalink(channel=inc.channel, message_ts=inc.thread)
                 permalink = str(link.get("permalink") or "") or None
             except SlackApiError as e:
                 log.warning("chat.getPermalink failed: %s", e)
@@ -251,7 +249,7 @@ class Buttons:
             self.h.say(press.asker, msg.escalation_failed(str(e.response.get("error", "error"))))
             return
         done = msg.escalated(channel=channel_link(owner.channel), user=press.asker.user)
-        if press.in_thread and inc is not None and inc.channel and inc.thread_ts:
-            self.h.client.chat_postMessage(channel=inc.channel, thread_ts=inc.thread_ts, text=done)
+        if press.in_thread and inc is not None and inc.channel and inc.thread:
+            self.h.client.chat_postMessage(channel=inc.channel, thread_ts=inc.thread, text=done)
         else:
             self.h.say(press.asker, done)

@@ -16,6 +16,7 @@ from bot.commands import Pending
 from bot.fleet import alert_text, parse_group_value, pending_blocks, stored_group_blocks
 from bot.handlers import Asker, Handlers, failure
 from bot.render import with_note
+from incidents.values import ThreadRef
 from triage import InvalidNameError, SourceError
 from triage.fleet import Sweep
 
@@ -93,7 +94,7 @@ class FleetView:
         if row is None or not any(viewer.may_see(str(m.get("namespace"))) for m in row.members):
             self.h.say(asker, msg.group_not_found())
             return
-        if row.channel is None or row.thread_ts is None:
+        if row.channel is None or row.thread is None:
             if not viewer.operator or not asker.channel or asker.channel.startswith("D"):
                 self.h.say(asker, msg.group_no_thread())
                 return
@@ -112,9 +113,9 @@ class FleetView:
                 self.h.store.groups.release_post(row.id)
                 raise
             channel, ts = str(posted.get("channel") or asker.channel), str(posted.get("ts"))
-            self.h.store.groups.attach_thread(row.id, channel=channel, thread_ts=ts)
+            self.h.store.groups.attach_thread(row.id, thread=ThreadRef("slack", channel, ts))
         else:
-            channel, ts = row.channel, row.thread_ts
+            channel, ts = row.channel, row.thread
         link = self.h.client.chat_getPermalink(channel=channel, message_ts=ts).get("permalink")
         self.h.say(asker, msg.group_thread(str(link or "")))
 

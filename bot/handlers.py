@@ -32,6 +32,7 @@ from bot.render import (
 )
 from bot.work import Busy, Done, Flights
 from incidents.errors import IncidentStoreError
+from incidents.values import ThreadRef
 from triage import (
     Audience,
     ForbiddenError,
@@ -254,8 +255,8 @@ class Handlers:
             return
         assert asker.channel is not None
         thread_ts = asker.thread_ts
-        if incident is not None and incident.thread_ts and incident.channel == asker.channel:
-            thread_ts = incident.thread_ts  # the open incident's thread: keep follow-ups there
+        if incident is not None and incident.thread and incident.channel == asker.channel:
+            thread_ts = incident.thread  # the open incident's thread: keep follow-ups there
         operators = self.channel_audience_is_operator(asker.channel)
         blocks = report_blocks(report, audience=Audience.of(operator=operators), ref=ref)
         blocks = with_summary(blocks, self.summary(report, operator=operators))
@@ -279,11 +280,11 @@ class Handlers:
         if posted is None:
             return
         root = thread_ts or str(posted.get("ts"))
-        if incident is not None and (
-            incident.thread_ts is None or incident.channel != asker.channel
-        ):
+        if incident is not None and (incident.thread is None or incident.channel != asker.channel):
             try:
-                self.store.attach_thread(incident.id, channel=asker.channel, thread_ts=root)
+                self.store.attach_thread(
+                    incident.id, thread=ThreadRef("slack", asker.channel, root)
+                )
             except IncidentStoreError as e:
                 log.warning("could not attach thread to incident %s: %s", incident.id, e)
 

@@ -182,7 +182,7 @@ def _list(args: argparse.Namespace) -> int:
             i.owner_team or "-",
         ]
         if wide:
-            thread = f"{i.channel} {i.thread_ts}" if i.thread_ts else "-"
+            thread = f"{i.channel} {i.thread}" if i.thread else "-"
             row += [i.cluster, thread, i.headline]
         rows.append(row)
     print(_table(rows, right={0, 5}))
@@ -233,8 +233,9 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
         by = f" by {i.resolved_by}" if i.resolved_by else ""
         took = _duration((i.resolved_at - i.opened_at).total_seconds())
         lines.append(f"  Resolved:     {_time(i.resolved_at)}{by}{how}, after {took}")
-    if i.channel or i.thread_ts:
-        lines.append(f"  Slack:        channel {i.channel or '-'}, thread {i.thread_ts or '-'}")
+    if i.channel or i.thread:
+        chat = (i.chat or "chat").capitalize() + ":"
+        lines.append(f"  {chat:<14}channel {i.channel or '-'}, thread {i.thread or '-'}")
     lines.append(f"  Fingerprint:  {i.fingerprint}")
     lines.append("")
     lines.append(f"Runs ({len(runs)}):")

@@ -72,6 +72,7 @@ def record_run(
             status=IncidentStatus.OPEN.value,
             opened_at=now,
             requested_by=requested_by,
+            chat=None if channel is None else source,
             channel=channel,
             run_count=0,
         )

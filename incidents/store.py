@@ -43,6 +43,7 @@ from incidents.values import (
     RecordResult,
     Resolution,
     Stats,
+    ThreadRef,
     TriageRun,
 )
 from triage.model import Layer, TriageReport
@@ -215,11 +216,11 @@ class IncidentStore:
                     log.info("incident for %s raced with another writer; retrying", report.pod)
         raise AssertionError("unreachable")
 
-    def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None:
-        """Remember the Slack thread that follows this incident (the latest one wins)."""
+    def attach_thread(self, incident_id: int, *, thread: ThreadRef) -> None:
+        """Remember the chat thread that follows this incident (the latest one wins)."""
         with self._guard(), self._write.begin() as session:
             row = self._row(session, incident_id)
-            row.channel, row.thread_ts = channel, thread_ts
+            row.chat, row.channel, row.thread = thread.chat, thread.channel, thread.thread
 
     def set_status(self, incident_id: int, status: IncidentStatus, *, by: str | None) -> Incident:
         """Move along open → acknowledged → resolved. Setting the current status is a no-op."""

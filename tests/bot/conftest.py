@@ -68,12 +68,12 @@ class Bot:
 
         def attached() -> bool:
             inc = self.store.open_incident_for(cluster="demo", namespace=namespace, name=name)
-            return inc is not None and inc.thread_ts is not None
+            return inc is not None and inc.thread is not None
 
         self.fake.wait(attached)
         inc = self.store.open_incident_for(cluster="demo", namespace=namespace, name=name)
-        assert inc is not None and inc.thread_ts is not None
-        return inc.thread_ts
+        assert inc is not None and inc.thread is not None
+        return inc.thread
 
 
 @pytest.fixture

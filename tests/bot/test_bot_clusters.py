@@ -155,8 +155,8 @@ def test_the_same_pod_in_two_clusters_is_two_incidents_in_two_threads(fleet: Fle
     )
     assert east_incident is not None and west_incident is not None
     assert east_incident.id != west_incident.id
-    assert again.args["thread_ts"] == east_incident.thread_ts  # east's follow-up in east's thread
-    assert west_incident.thread_ts != east_incident.thread_ts
+    assert again.args["thread_ts"] == east_incident.thread  # east's follow-up in east's thread
+    assert west_incident.thread != east_incident.thread
     assert "east" in json.dumps(east_post.args["blocks"])
     assert "west" in json.dumps(west_post.args["blocks"])
 
