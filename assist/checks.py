@@ -42,7 +42,7 @@ PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 class Caller(Protocol):
-    """Who is asking. `bot.policy.Viewer` satisfies it; so does `LocalOperator` for the CLI."""
+    """Who is asking. `bot.core.policy.Viewer` satisfies it; so does `LocalOperator` for the CLI."""
 
     @property
     def operator(self) -> bool: ...

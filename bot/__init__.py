@@ -1,1 +1,1 @@
-"""Slack adapter: slack-bolt app, command parsing, access policy, Block Kit rendering."""
+"""The chat bot: a chat-neutral core (`bot.core`) and its Slack adapter (`bot.slack`)."""

@@ -67,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
     from slack_bolt.error import BoltError
     from slack_sdk.errors import SlackApiError, SlackClientError
 
-    from bot.app import create_app
-    from bot.messages import NO_POLICY_NOTICE
-    from bot.policy import PolicyError, load_policy
-    from bot.server import Server
+    from bot.core.policy import PolicyError, load_policy
+    from bot.slack.app import create_app
+    from bot.slack.messages import NO_POLICY_NOTICE
+    from bot.slack.server import Server
     from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import load_settings
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
     loop = None
     if alerts is not None:
-        from bot.alerts import Alerter
+        from bot.core.alerts import Alerter
         from gpu_triage.alerting import AlertLoop
 
         alerter = Alerter(client=app.client, groups=store.groups, config=alerts)
@@ -184,7 +184,7 @@ def _alerts_config(path: str | None) -> Any:
     """The alerts file, read and checked at start (None: watch mode off)."""
     if not path:
         return None
-    from bot.alerts import AlertConfigError, load_alerts
+    from bot.core.alerts import AlertConfigError, load_alerts
 
     try:
         return load_alerts(path)

@@ -226,8 +226,8 @@ def preflight_cmd(args: argparse.Namespace) -> int:
 def _with_policy(result: Preflight, path: str | None) -> tuple[Preflight, str | None]:
     """The bot's access policy, checked before it is deployed: a file that does not load is
     a problem, none at all (or one granting nobody) a warning."""
-    from bot.messages import NO_POLICY_NOTICE
-    from bot.policy import PolicyError, load_policy
+    from bot.core.policy import PolicyError, load_policy
+    from bot.slack.messages import NO_POLICY_NOTICE
 
     try:
         policy = load_policy(path)

@@ -14,10 +14,10 @@ from langchain_core.messages import ToolMessage
 from slack_sdk import WebClient
 
 from assist.ask import Assistant
-from bot.app import TriageApp, create_app
-from bot.policy import AccessPolicy
-from bot.server import Server
-from bot.testing import FakeSlack, SlackSender
+from bot.core.policy import AccessPolicy
+from bot.slack.app import TriageApp, create_app
+from bot.slack.server import Server
+from bot.slack.testing import FakeSlack, SlackSender
 from gpu_triage.service import TriageService
 from gpu_triage.settings import Settings
 from incidents.store import IncidentStore

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from bot.app import TriageApp, create_app
-from bot.policy import AccessPolicy
-from bot.server import Server
-from bot.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
+from bot.core.policy import AccessPolicy
+from bot.slack.app import TriageApp, create_app
+from bot.slack.server import Server
+from bot.slack.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
 from gpu_triage.metrics import Metrics
 from gpu_triage.service import TriageRun, TriageService
 from gpu_triage.settings import Settings, load_settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from assist.checks import report_digest
-from bot.render import ButtonRef, report_blocks
+from bot.slack.blocks import ButtonRef, report_blocks
 from triage import Audience, Finding, Layer, PodRef, Status, TriageReport
 from triage.render import to_text
 

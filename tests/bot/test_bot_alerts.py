@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from bot.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
-from bot.testing import FakeSlack
+from bot.core.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
+from bot.slack.testing import FakeSlack
 from incidents import IncidentStore
 from triage import load_snapshot
 from triage.fleet import Group, Sweep, sweep

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from bot.alerts import AlertConfig, Alerter
-from bot.app import create_app
-from bot.policy import AccessPolicy
-from bot.server import Server
-from bot.testing import SECRET, FakeSlack, SlackSender
+from bot.core.alerts import AlertConfig, Alerter
+from bot.core.policy import AccessPolicy
+from bot.slack.app import create_app
+from bot.slack.server import Server
+from bot.slack.testing import SECRET, FakeSlack, SlackSender
 from gpu_triage.alerting import AlertLoop
 from gpu_triage.cmd_bot import Clusters, _sources
 from gpu_triage.metrics import Metrics

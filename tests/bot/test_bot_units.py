@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands import (
+from bot.core.commands import (
     ListClusters,
     ListIncidents,
     Pending,
@@ -21,10 +21,10 @@ from bot.commands import (
     parse,
     parse_mention,
 )
-from bot.mrkdwn import escape, truncate
-from bot.policy import AccessPolicy, PolicyError, UsergroupCache, load_policy
-from bot.render import MAX_BLOCKS, ButtonRef, report_blocks
-from bot.work import Done, Flights, WorkerPool
+from bot.core.policy import AccessPolicy, PolicyError, UsergroupCache, load_policy
+from bot.core.work import Done, Flights, WorkerPool
+from bot.slack.blocks import MAX_BLOCKS, ButtonRef, report_blocks
+from bot.slack.mrkdwn import escape, truncate
 from gpu_triage.settings import SettingsError, load_settings
 from triage import (
     Audience,

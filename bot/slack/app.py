@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import Ack, App, BoltContext, BoltRequest, BoltResponse, Respond
 from slack_sdk import WebClient
 
-from bot import messages as msg
-from bot.buttons import Buttons
-from bot.commands import (
+from bot.core.buttons import Buttons
+from bot.core.commands import (
     Ask,
     Command,
     Help,
@@ -38,19 +37,20 @@ from bot.commands import (
     parse,
     parse_mention,
 )
-from bot.deadline import DatabaseCalls
-from bot.dedupe import Deduper
-from bot.fleet import ACTION_GROUP
-from bot.fleetview import FleetView
-from bot.handlers import Asker, Handlers
-from bot.history import History
-from bot.intake import Intake
-from bot.policy import AccessPolicy, UsergroupCache
-from bot.ports import BotSettings, IncidentStoreLike, TriageServiceLike
-from bot.questions import Questions
-from bot.relay import Relay
-from bot.render import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE, with_note
-from bot.work import Flights, WorkerPool
+from bot.core.deadline import DatabaseCalls
+from bot.core.fleet import FleetView
+from bot.core.handlers import Asker, Handlers
+from bot.core.history import History
+from bot.core.policy import AccessPolicy, UsergroupCache
+from bot.core.ports import BotSettings, IncidentStoreLike, TriageServiceLike
+from bot.core.questions import Questions
+from bot.core.relay import Relay
+from bot.core.work import Flights, WorkerPool
+from bot.slack import messages as msg
+from bot.slack.blocks import ACTION_ESCALATE, ACTION_RERUN, ACTION_RESOLVE, with_note
+from bot.slack.dedupe import Deduper
+from bot.slack.fleet import ACTION_GROUP
+from bot.slack.intake import Intake
 from incidents.errors import IncidentStoreError
 from incidents.values import Job
 

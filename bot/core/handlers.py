@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import messages as msg
-from bot.commands import (
+from bot.core.commands import (
     VerifyNode,
     WhyPending,
 )
-from bot.policy import AccessPolicy, UsergroupCache, Viewer
-from bot.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
-from bot.render import (
+from bot.core.policy import AccessPolicy, UsergroupCache, Viewer
+from bot.core.ports import IncidentStoreLike, OutcomeLike, TriageServiceLike
+from bot.core.work import Busy, Done, Flights
+from bot.slack import messages as msg
+from bot.slack.blocks import (
     ButtonRef,
     headline_text,
     note_block,
@@ -30,7 +31,6 @@ from bot.render import (
     with_note,
     with_summary,
 )
-from bot.work import Busy, Done, Flights
 from incidents.errors import IncidentStoreError
 from incidents.values import ThreadRef
 from triage import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from bot.mrkdwn import escape, truncate
-from bot.render import MAX_BLOCKS, MAX_BUTTON_VALUE, MAX_SECTION, Block, context, section
+from bot.slack.blocks import MAX_BLOCKS, MAX_BUTTON_VALUE, MAX_SECTION, Block, context, section
+from bot.slack.mrkdwn import escape, truncate
 from incidents.values import GroupIncident
 from triage.fleet import Group, Sweep, waited
 

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 from slack_sdk.errors import SlackApiError
 
-from bot import messages as msg
-from bot.commands import Pending
-from bot.fleet import alert_text, parse_group_value, pending_blocks, stored_group_blocks
-from bot.handlers import Asker, Handlers, failure
-from bot.render import with_note
+from bot.core.commands import Pending
+from bot.core.handlers import Asker, Handlers, failure
+from bot.slack import messages as msg
+from bot.slack.blocks import with_note
+from bot.slack.fleet import alert_text, parse_group_value, pending_blocks, stored_group_blocks
 from incidents.values import ThreadRef
 from triage import InvalidNameError, SourceError
 from triage.fleet import Sweep

@@ -36,8 +36,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.deadline import DatabaseCalls
-from bot.ports import RelayStoreLike
+from bot.core.deadline import DatabaseCalls
+from bot.core.ports import RelayStoreLike
 from incidents.errors import Fault, IncidentStoreError
 from incidents.values import Job, NewJob
 from triage import SourceStatus

@@ -22,10 +22,10 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot import messages as msg
-from bot.commands import MAX_ID, WhyPending
-from bot.handlers import Asker, Handlers
-from bot.render import (
+from bot.core.commands import MAX_ID, WhyPending
+from bot.core.handlers import Asker, Handlers
+from bot.slack import messages as msg
+from bot.slack.blocks import (
     Block,
     ButtonRef,
     channel_link,

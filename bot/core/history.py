@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot import messages as msg
-from bot.commands import ListIncidents, ShowIncident, ShowStats
-from bot.handlers import Asker, Handlers
-from bot.mrkdwn import escape
-from bot.policy import Viewer
+from bot.core.commands import ListIncidents, ShowIncident, ShowStats
+from bot.core.handlers import Asker, Handlers
+from bot.core.policy import Viewer
+from bot.slack import messages as msg
+from bot.slack.mrkdwn import escape
 from incidents.values import IncidentStatus
 
 

@@ -7,9 +7,9 @@ every check the assistant runs.
 
 from __future__ import annotations
 
-from bot import messages as msg
-from bot.commands import Ask, VerifyNode, WhyPending
-from bot.handlers import Asker, Handlers
+from bot.core.commands import Ask, VerifyNode, WhyPending
+from bot.core.handlers import Asker, Handlers
+from bot.slack import messages as msg
 
 
 class Questions:

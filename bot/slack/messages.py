@@ -6,7 +6,7 @@ read from a cluster go through `mrkdwn.code` / `mrkdwn.escape` before they reach
 
 from __future__ import annotations
 
-from bot.mrkdwn import code, escape, truncate
+from bot.slack.mrkdwn import code, escape, truncate
 from triage.verify.node import NodeVerification
 
 USAGE = (

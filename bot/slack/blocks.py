@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.mrkdwn import code, escape, plain, truncate
+from bot.slack.mrkdwn import code, escape, plain, truncate
 from triage import (
     Audience,
     Layer,

@@ -29,9 +29,9 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from bot import messages as msg
-from bot.commands import MAX_TEXT
-from bot.shapes import kind, problem
+from bot.core.commands import MAX_TEXT
+from bot.slack import messages as msg
+from bot.slack.shapes import kind, problem
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIEnvironment

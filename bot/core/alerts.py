@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.fleet import alert_text, group_blocks
-from bot.mrkdwn import escape
-from bot.render import section
+from bot.slack.blocks import section
+from bot.slack.fleet import alert_text, group_blocks
+from bot.slack.mrkdwn import escape
 from incidents.values import CLAIM_TTL, GroupChange, GroupIncident, ThreadRef
 from triage.fleet import Group, Sweep
 

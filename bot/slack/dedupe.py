@@ -22,10 +22,10 @@ from typing import Any
 
 from slack_bolt import BoltRequest, BoltResponse
 
-from bot.deadline import DatabaseCalls
-from bot.ports import DeliveriesLike
-from bot.relay import Relay
-from bot.work import SeenSet
+from bot.core.deadline import DatabaseCalls
+from bot.core.ports import DeliveriesLike
+from bot.core.relay import Relay
+from bot.core.work import SeenSet
 from incidents.errors import IncidentStoreError
 from incidents.values import NewJob
 

@@ -26,8 +26,8 @@ from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from waitress import wasyncore
 from waitress.server import create_server
 
-from bot.app import TriageApp
-from bot.intake import Answer
+from bot.slack.app import TriageApp
+from bot.slack.intake import Answer
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
