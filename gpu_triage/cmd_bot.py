@@ -22,10 +22,17 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from assist.ask import Assistant
+    from bot.core.alerts import AlertConfig
+    from bot.core.policy import AccessPolicy
+    from bot.slack.app import TriageApp
+    from bot.slack.server import Server
+    from gpu_triage.alerting import AlertLoop
+    from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import Settings
+    from incidents.store import IncidentStore
     from kube.cache import CachedSource
-    from triage import ClusterSource, SourceStatus
+    from triage import ClusterSource, Playbook, SourceStatus
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +71,10 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here: slack-bolt, SQLAlchemy and the app modules cost ~0.6 s that every other
     # `gpu-triage` command would otherwise pay at startup.
-    from slack_bolt.error import BoltError
-    from slack_sdk.errors import SlackApiError, SlackClientError
-
-    from bot.core.policy import PolicyError, load_policy
-    from bot.slack.app import create_app
     from bot.slack.messages import NO_POLICY_NOTICE
-    from bot.slack.server import Server
     from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import load_settings
-    from triage import load_playbook
 
     settings = load_settings(
         port=args.port,
@@ -86,25 +86,10 @@ def run(args: argparse.Namespace) -> int:
         cluster_name=args.cluster_name,
         clusters=args.clusters,
     )
-    try:
-        policy = load_policy(settings.access_policy)
-    except PolicyError as e:
-        raise UserError(str(e)) from None
-    if policy.empty:
-        log.warning("%s", NO_POLICY_NOTICE)
-        print(f"gpu-triage bot: warning: {NO_POLICY_NOTICE}", file=sys.stderr, flush=True)
-    playbook = load_playbook(settings.playbook)
+    policy = _policy(settings)
+    playbook = _playbook(settings)
     alerts = _alerts_config(settings.alerts)
-    # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE is off (e.g. when a
-    # deployment runs `gpu-triage db upgrade` as a separate step).
-    store = settings.open_store(migrate=True)
-    read_only = store.check_writable()
-    if read_only is not None:
-        # Degraded, not refused: commands are answered (and say they were not recorded), the
-        # incident history can be read, /readyz says so.
-        log.warning("%s: running degraded, nothing is recorded", read_only)
-        print(f"gpu-triage bot: warning: {read_only}: running degraded, nothing is recorded",
-              file=sys.stderr, flush=True)  # fmt: skip
+    store = _store(settings)
     clusters = _sources(settings, args)
     metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
@@ -115,52 +100,26 @@ def run(args: argparse.Namespace) -> int:
         metrics=metrics,
         statuses=clusters.statuses,
     )
-    assistant = _assistant(settings, service)
-    try:
-        app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
-    except (BoltError, SlackApiError, SlackClientError, OSError) as e:  # auth.test at start
-        raise UserError(
-            f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
-        ) from None
-    app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    try:
-        server = Server(
-            app,
-            host=args.host,
-            port=settings.port,
-            metrics=metrics.render,
-            app_token=app_token,
-            not_ready=clusters.not_ready,
-            threads=settings.http_threads,
-            notice=NO_POLICY_NOTICE if policy.empty else None,
-        )
-    except OSError as e:
-        app.close()
-        raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
-
+    app = _app(settings, service=service, store=store, policy=policy)
+    server = _server(
+        app, args=args, settings=settings, metrics=metrics, clusters=clusters,
+        notice=NO_POLICY_NOTICE if policy.empty else None,
+    )  # fmt: skip
     loop = None
     if alerts is not None:
-        from bot.core.alerts import Alerter
-        from gpu_triage.alerting import AlertLoop
-
-        alerter = Alerter(client=app.client, groups=store.groups, config=alerts)
-        loop = AlertLoop(
-            service=service,
-            alerter=alerter,
-            metrics=metrics,
-            interval=alerts.interval_seconds,
-            clusters=clusters.watched,
-        )
+        loop = _alert_loop(app, alerts, service=service, metrics=metrics, clusters=clusters)
         loop.start()
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
+    mode = (
+        "Socket Mode" if settings.socket_mode else f"http://{args.host}:{server.port}/slack/events"
+    )
     print(
-        f"gpu-triage bot: replica {app.relay.owner} serving {clusters.description} via {mode}; "
-        f"health on :{server.port}/healthz"
+        f"gpu-triage bot: replica {app.dispatcher.relay.owner} serving {clusters.description} "
+        f"via {mode}; health on :{server.port}/healthz"
         + (
             f"; alerts to {len(alerts.channels)} channel(s), sweep every {alerts.interval_seconds:g}s"
             if alerts is not None
@@ -180,7 +139,122 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alerts_config(path: str | None) -> Any:
+def _policy(settings: Settings) -> AccessPolicy:
+    """The access policy, its ids checked as Slack's; a warning when it lets nobody in."""
+    from bot.core.policy import PolicyError
+    from bot.slack.ids import load_policy
+    from bot.slack.messages import NO_POLICY_NOTICE
+
+    try:
+        policy = load_policy(settings.access_policy)
+    except PolicyError as e:
+        raise UserError(str(e)) from None
+    if policy.empty:
+        log.warning("%s", NO_POLICY_NOTICE)
+        print(f"gpu-triage bot: warning: {NO_POLICY_NOTICE}", file=sys.stderr, flush=True)
+    return policy
+
+
+def _playbook(settings: Settings) -> Playbook:
+    """The playbook, its owner routes' user groups checked as Slack's (the engine takes any)."""
+    from bot.slack.ids import PlaybookIdError, check_playbook
+    from triage import load_playbook
+
+    playbook = load_playbook(settings.playbook)
+    try:
+        check_playbook(playbook)
+    except PlaybookIdError as e:
+        raise UserError(str(e)) from None
+    return playbook
+
+
+def _store(settings: Settings) -> IncidentStore:
+    """The incident store, migrated at start unless GPU_TRIAGE_AUTO_MIGRATE is off (e.g. when
+    a deployment runs `gpu-triage db upgrade` as a separate step)."""
+    store = settings.open_store(migrate=True)
+    read_only = store.check_writable()
+    if read_only is not None:
+        # Degraded, not refused: commands are answered (and say they were not recorded), the
+        # incident history can be read, /readyz says so.
+        log.warning("%s: running degraded, nothing is recorded", read_only)
+        print(f"gpu-triage bot: warning: {read_only}: running degraded, nothing is recorded",
+              file=sys.stderr, flush=True)  # fmt: skip
+    return store
+
+
+def _app(
+    settings: Settings, *, service: TriageService, store: IncidentStore, policy: AccessPolicy
+) -> TriageApp:
+    """The Slack app; Slack refusing the token (auth.test at start) is one line."""
+    from slack_bolt.error import BoltError
+    from slack_sdk.errors import SlackApiError, SlackClientError
+
+    from bot.slack.app import create_app
+
+    assistant = _assistant(settings, service)
+    try:
+        return create_app(
+            settings, service=service, store=store, policy=policy, assistant=assistant
+        )
+    except (BoltError, SlackApiError, SlackClientError, OSError) as e:
+        raise UserError(
+            f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
+        ) from None
+
+
+def _server(
+    app: TriageApp,
+    *,
+    args: argparse.Namespace,
+    settings: Settings,
+    metrics: Metrics,
+    clusters: Clusters,
+    notice: str | None,
+) -> Server:
+    from bot.slack.server import Server
+
+    app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
+    try:
+        return Server(
+            app,
+            host=args.host,
+            port=settings.port,
+            metrics=metrics.render,
+            app_token=app_token,
+            not_ready=clusters.not_ready,
+            threads=settings.http_threads,
+            notice=notice,
+        )
+    except OSError as e:
+        app.close()
+        raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
+
+
+def _alert_loop(
+    app: TriageApp,
+    alerts: AlertConfig,
+    *,
+    service: TriageService,
+    metrics: Metrics,
+    clusters: Clusters,
+) -> AlertLoop:
+    """Watch mode: every interval a sweep of each watched cluster, alerts posted to Slack."""
+    from bot.core.alerts import Alerter
+    from bot.slack.alerts import SlackAlerts
+    from gpu_triage.alerting import AlertLoop
+
+    assert service.store is not None
+    alerter = Alerter(sink=SlackAlerts(app.client), groups=service.store.groups, config=alerts)
+    return AlertLoop(
+        service=service,
+        alerter=alerter,
+        metrics=metrics,
+        interval=alerts.interval_seconds,
+        clusters=clusters.watched,
+    )
+
+
+def _alerts_config(path: str | None) -> AlertConfig | None:
     """The alerts file, read and checked at start (None: watch mode off)."""
     if not path:
         return None

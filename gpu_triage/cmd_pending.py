@@ -10,6 +10,7 @@ from typing import Any
 from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
 from gpu_triage.output import structured
 from gpu_triage.record import VIA, recorded, recording_service, summary, who
+from gpu_triage.service import Asked
 from gpu_triage.settings import CommonSettings, settings_of
 from gpu_triage.sources import add_cluster_args, source_from
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport, load_playbook, triage
@@ -82,7 +83,7 @@ def _record(
     with recording_service(source, settings=settings, record=True) as (service, store):
         assert store is not None
         runs = [
-            recorded(service.record(r, requested_by=who(), duration_ms=took, via=VIA))
+            recorded(service.record(r, asked=Asked(who(), via=VIA), duration_ms=took))
             for r in reports
         ]
         return summary(runs, where=store.display_url)

@@ -226,7 +226,8 @@ def preflight_cmd(args: argparse.Namespace) -> int:
 def _with_policy(result: Preflight, path: str | None) -> tuple[Preflight, str | None]:
     """The bot's access policy, checked before it is deployed: a file that does not load is
     a problem, none at all (or one granting nobody) a warning."""
-    from bot.core.policy import PolicyError, load_policy
+    from bot.core.policy import PolicyError
+    from bot.slack.ids import load_policy
     from bot.slack.messages import NO_POLICY_NOTICE
 
     try:

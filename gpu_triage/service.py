@@ -47,6 +47,16 @@ SourceFor = Callable[[str | None], ClusterSource]
 
 
 @dataclass(frozen=True)
+class Asked:
+    """Who asked for a triage (None: nobody known), in which channel, and through what: the
+    chat's name (`slack`), or `cli`."""
+
+    by: str | None
+    channel: str | None = None
+    via: str = "slack"
+
+
+@dataclass(frozen=True)
 class TriageRun:
     """A triage answer and what happened to its record.
 
@@ -114,19 +124,10 @@ class TriageService:
         duration_ms = (self._timer() - started) * 1000.0
         if self.metrics is not None:
             self.metrics.observe(report, duration_ms=duration_ms)
-        return self.record(
-            report, requested_by=requested_by, duration_ms=duration_ms, channel=channel, via=via
-        )
+        asked = Asked(requested_by, channel, via)
+        return self.record(report, asked=asked, duration_ms=duration_ms)
 
-    def record(
-        self,
-        report: TriageReport,
-        *,
-        requested_by: str | None,
-        duration_ms: float,
-        channel: str | None = None,
-        via: str = "slack",
-    ) -> TriageRun:
+    def record(self, report: TriageReport, *, asked: Asked, duration_ms: float) -> TriageRun:
         """Record a triage made elsewhere; a store failure is the run's `store_error`."""
         if self.store is None:
             return TriageRun(report, None, False, None, duration_ms)
@@ -134,10 +135,10 @@ class TriageService:
         try:
             result = self.store.record(
                 report,
-                requested_by=requested_by,
+                requested_by=asked.by,
                 duration_ms=duration_ms,
-                channel=channel,
-                source=via,
+                channel=asked.channel,
+                source=asked.via,
             )
         except IncidentStoreError as e:
             log.error("triage of %s/%s not recorded: %s", namespace, name, e)

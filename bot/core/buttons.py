@@ -1,41 +1,34 @@
 """The report's buttons: Re-run, Resolve, Escalate to owner (run on the worker pool).
 
 A press acts only on what its presser may touch. The button's value names an incident (or, for
-a report that opened none, a workload), and nothing else in the payload is believed:
+a report that opened none, a workload), and nothing else in the press is believed:
 
 - the incident is loaded from the store, and its recorded cluster and namespace (not the
   value's) are checked against the presser's grants;
 - the channel counts for the presser's rights (a channel-granted tenant, an operator channel)
-  only when the channel Slack reports for the press is the one recorded for the incident;
-- the bot edits (`chat.update`) only the message it posted for the incident, in the channel
-  recorded for it, with blocks rebuilt from the stored report; follow-ups go into that thread.
+  only when the channel the chat reports for the press is the one recorded for the incident;
+- the bot updates only the message it posted for the incident, in the thread recorded for it,
+  rebuilt from the stored report; follow-ups go into that thread.
 
 Anywhere else (a private reply, a forwarded message) the presser gets the answer privately.
+Re-run and Escalate triage through the one why-pending path (`bot.core.why_pending`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from slack_sdk.errors import SlackApiError
-
+from bot.core.chat import Asker, ChatError, Message, Place, Pressed
 from bot.core.commands import MAX_ID, WhyPending
-from bot.core.handlers import Asker, Handlers
-from bot.slack import messages as msg
-from bot.slack.blocks import (
-    Block,
-    ButtonRef,
-    channel_link,
-    context,
-    escalation_blocks,
-    headline_text,
-    report_blocks,
-)
+from bot.core.context import Context
+from bot.core.ports import OutcomeLike
+from bot.core.refs import Action, ButtonRef
+from bot.core.why_pending import WhyPendingFlow
 from incidents.errors import IncidentNotFoundError, IncidentStoreError, InvalidTransitionError
-from incidents.values import Incident, IncidentStatus
+from incidents.values import Incident, IncidentStatus, ThreadRef
 from triage import Audience
 
 log = logging.getLogger(__name__)
@@ -49,207 +42,184 @@ class Press:
     asker: Asker  # the presser; `channel` only when it is the incident's recorded channel
     ref: ButtonRef  # the workload acted on: the incident's when there is one
     incident: Incident | None
-    in_thread: bool  # pressed on a message in the incident's recorded channel
-    ephemeral: bool  # pressed on a private reply (response_url replaces it)
+    thread: ThreadRef | None  # the incident's thread, when pressed on a message in it
+    ephemeral: bool  # pressed on a private reply (answered in its place)
+
+    def privately(self, ctx: Context, message: Message) -> None:
+        ctx.chat.ephemeral(self.asker, message, replace=self.ephemeral)
 
 
 class Buttons:
-    def __init__(self, *, handlers: Handlers) -> None:
-        self.h = handlers
+    def __init__(self, *, ctx: Context, why: WhyPendingFlow) -> None:
+        self.ctx, self.why = ctx, why
+        self._actions: dict[str, Callable[[Press], None]] = {
+            Action.RERUN: self.rerun,
+            Action.RESOLVE: self.resolve,
+            Action.ESCALATE: self.escalate,
+        }
 
-    def press(self, *, body: dict[str, Any], respond: Any) -> None:
-        action = body["actions"][0]
-        presser = Asker(user=body["user"]["id"], channel=None, respond=respond)
-        press = self._trusted(body, action, presser)
+    def press(self, pressed: Pressed) -> None:
+        press = self._trusted(pressed)
         if press is None:
             return
-        viewer = self.h.viewer(press.asker, press.ref.cluster)
+        viewer = self.ctx.viewer(press.asker, press.ref.cluster)
         if not viewer.may_see(press.ref.namespace):
-            self.h.say(
-                press.asker, msg.not_found(namespace=press.ref.namespace, name=press.ref.name)
-            )
+            refused = self.ctx.words.not_found(namespace=press.ref.namespace, name=press.ref.name)
+            self.ctx.say(press.asker, refused)
             return
-        handler = {
-            "gpu_rerun": self.rerun,
-            "gpu_resolve": self.resolve,
-            "gpu_escalate": self.escalate,
-        }.get(str(action.get("action_id")))
-        if handler is not None:
-            handler(press)
+        act = self._actions.get(pressed.action)
+        if act is not None:
+            act(press)
 
-    def _trusted(
-        self, body: dict[str, Any], action: dict[str, Any], presser: Asker
-    ) -> Press | None:
+    def _trusted(self, pressed: Pressed) -> Press | None:
         """The press with the incident loaded and the rights channel checked; None once a
         refusal was answered."""
+        words = self.ctx.words
+        presser = Asker(user=pressed.user, channel=None, private=pressed.private)
         try:
-            ref = ButtonRef.from_value(str(action.get("value", "")))
+            ref = ButtonRef.from_value(pressed.value)
         except ValueError:
-            self.h.say(presser, msg.button_malformed())
+            self.ctx.say(presser, words.button_malformed())
             return None
         incident = None
         if ref.incident_id is not None:
             found = _ID.fullmatch(ref.incident_id)
             if found is None or not 0 < int(ref.incident_id) <= MAX_ID:
-                self.h.say(presser, msg.incident_not_found(ref.incident_id))
+                self.ctx.say(presser, words.incident_not_found(ref.incident_id))
                 return None
             try:
-                incident = self.h.store.get(int(ref.incident_id))
+                incident = self.ctx.store.get(int(ref.incident_id))
             except IncidentStoreError as e:
-                self.h.store_failed(presser, e)
+                self.ctx.store_failed(presser, e)
                 return None
             if incident is None:
-                self.h.say(presser, msg.incident_not_found(ref.incident_id))
+                self.ctx.say(presser, words.incident_not_found(ref.incident_id))
                 return None
             ref = ButtonRef(incident.cluster, incident.namespace, incident.name, str(incident.id))
-        container = body.get("container") or {}
-        reported = (body.get("channel") or {}).get("id")
-        ephemeral = bool(container.get("is_ephemeral")) or not body.get("message")
+        thread = None if incident is None else incident.thread_ref
         in_thread = (
-            incident is not None
-            and not ephemeral
-            and reported is not None
-            and container.get("channel_id", reported) == reported
-            and reported == incident.channel
-            and incident.thread is not None
+            thread is not None
+            and pressed.on_message
+            and pressed.same_channel
+            and thread.chat == self.ctx.chat.name
+            and pressed.channel == thread.channel
         )
         asker = Asker(
-            user=presser.user, channel=reported if in_thread else None, respond=presser.respond
+            user=pressed.user,
+            channel=pressed.channel if in_thread else None,
+            private=pressed.private,
         )
-        return Press(asker, ref, incident, in_thread, ephemeral)
+        return Press(asker, ref, incident, thread if in_thread else None, not pressed.on_message)
 
-    def _privately(self, press: Press, **message: Any) -> None:
-        if press.asker.respond is not None:
-            press.asker.respond(
-                response_type="ephemeral", replace_original=press.ephemeral, **message
-            )
-
-    def rerun(self, press: Press) -> None:
+    def _triage(self, press: Press, answer: Callable[[Press, OutcomeLike], None]) -> None:
+        """The press's workload through the one why-pending path, answered by `answer`."""
         ref = press.ref
-        outcome = self.h.triage(
-            press.asker, WhyPending(name=ref.name, namespace=ref.namespace, cluster=ref.cluster)
+        self.why.ask(
+            press.asker,
+            WhyPending(name=ref.name, namespace=ref.namespace, cluster=ref.cluster),
+            answer=lambda _asker, _cmd, outcome: answer(press, outcome),
         )
-        if outcome is None:
-            return
-        inc = outcome.incident
+
+    # -- Re-run -------------------------------------------------------------------------------
+    def rerun(self, press: Press) -> None:
+        self._triage(press, self._rerun_answer)
+
+    def _rerun_answer(self, press: Press, outcome: OutcomeLike) -> None:
+        ref, inc = press.ref, outcome.incident
         new_ref = ButtonRef(
             ref.cluster, ref.namespace, ref.name, None if inc is None else str(inc.id)
         )
-        if not press.in_thread or press.incident is None:
-            operator = self.h.viewer(press.asker).operator
-            blocks = report_blocks(
-                outcome.report, audience=Audience.of(operator=operator), ref=new_ref
+        if press.thread is None:
+            operator = self.ctx.viewer(press.asker).operator
+            audience = Audience.of(operator=operator)
+            press.privately(
+                self.ctx, self.ctx.render.report(outcome.report, audience=audience, ref=new_ref)
             )
-            self._privately(press, text=headline_text(outcome.report), blocks=blocks)
             return
-        channel, thread = press.incident.channel, press.incident.thread
-        assert channel is not None  # in_thread: the press came from the recorded channel
-        blocks = report_blocks(
+        message = self.ctx.render.rerun(
             outcome.report,
-            audience=Audience.of(operator=self.h.channel_audience_is_operator(channel)),
+            audience=self.ctx.channel_audience(press.thread.channel),
             ref=new_ref,
+            user=press.asker.user,
         )
-        self.h.client.chat_postMessage(
-            channel=channel,
-            thread_ts=thread,
-            text=msg.rerun_posted(user=press.asker.user) + " " + headline_text(outcome.report),
-            blocks=[context(msg.rerun_posted(user=press.asker.user)), *blocks],
-            unfurl_links=False,
-        )
+        self.ctx.chat.post(message, to=Place.of(press.thread))
 
+    # -- Resolve ------------------------------------------------------------------------------
     def resolve(self, press: Press) -> None:
-        inc = press.incident
+        words, inc = self.ctx.words, press.incident
         if inc is None:
-            self.h.say(press.asker, msg.incident_not_found("?"))
+            self.ctx.say(press.asker, words.incident_not_found("?"))
             return
+        already = words.incident_already(incident_id=str(inc.id), status="resolved")
         if not inc.is_open:
-            self.h.say(
-                press.asker, msg.incident_already(incident_id=str(inc.id), status="resolved")
-            )
+            self.ctx.say(press.asker, already)
             return
         try:
-            inc = self.h.store.set_status(inc.id, IncidentStatus.RESOLVED, by=press.asker.user)
+            inc = self.ctx.store.set_status(inc.id, IncidentStatus.RESOLVED, by=press.asker.user)
         except IncidentNotFoundError:
-            self.h.say(press.asker, msg.incident_not_found(str(inc.id)))
+            self.ctx.say(press.asker, words.incident_not_found(str(inc.id)))
             return
         except InvalidTransitionError:
-            self.h.say(
-                press.asker, msg.incident_already(incident_id=str(inc.id), status="resolved")
-            )
+            self.ctx.say(press.asker, already)
             return
         except IncidentStoreError as e:
-            self.h.store_failed(press.asker, e)
+            self.ctx.store_failed(press.asker, e)
             return
-        note = msg.incident_resolved(incident_id=str(inc.id), user=press.asker.user)
-        if not press.in_thread or inc.channel is None or inc.thread is None:
-            self._privately(press, text=note, blocks=self._resolved_blocks(inc, note, detail=False))
+        note = words.incident_resolved(incident_id=str(inc.id), user=press.asker.user)
+        thread = inc.thread_ref if press.thread is not None else None
+        if thread is None:
+            press.privately(self.ctx, self._resolved(inc, note, Audience.TENANT))
             return
-        detail = self.h.channel_audience_is_operator(inc.channel)
-        self.h.client.chat_update(
-            channel=inc.channel,
-            ts=inc.thread,
-            text=note,
-            blocks=self._resolved_blocks(inc, note, detail=detail),
-        )
-        self.h.client.chat_postMessage(channel=inc.channel, thread_ts=inc.thread, text=note)
+        resolved = self._resolved(inc, note, self.ctx.channel_audience(thread.channel))
+        self.ctx.chat.update(resolved, thread=thread)
+        self.ctx.chat.post(Message(note), to=Place.of(thread))
 
-    def _resolved_blocks(self, inc: Incident, note: str, *, detail: bool) -> list[Block]:
+    def _resolved(self, inc: Incident, note: str, audience: Audience) -> Message:
         """The incident's message after Resolve, rebuilt from its last stored report (never
-        from the blocks a payload carried), without buttons."""
+        from what a press carried), without buttons."""
         try:
-            runs = self.h.store.runs(inc.id)
+            runs = self.ctx.store.runs(inc.id)
         except IncidentStoreError as e:
             log.warning("incident %s: its report could not be read back: %s", inc.id, e)
             runs = []
         report = runs[-1].parsed_report() if runs else None
-        if report is None:
-            return [context(note)]
         ref = ButtonRef(inc.cluster, inc.namespace, inc.name, str(inc.id))
-        blocks = report_blocks(
-            report, audience=Audience.of(operator=detail), ref=ref, buttons=False
-        )
-        return [*blocks[:49], context(note)]
+        return self.ctx.render.resolved(report, audience=audience, ref=ref, note=note)
 
+    # -- Escalate -----------------------------------------------------------------------------
     def escalate(self, press: Press) -> None:
-        ref = press.ref
-        outcome = self.h.triage(
-            press.asker, WhyPending(name=ref.name, namespace=ref.namespace, cluster=ref.cluster)
-        )
-        if outcome is None:
-            return
-        report = outcome.report
+        self._triage(press, self._escalate_answer)
+
+    def _escalate_answer(self, press: Press, outcome: OutcomeLike) -> None:
+        words, report = self.ctx.words, outcome.report
         owner = report.owner
         if report.failing_layer is None or owner is None or not owner.channel:
-            self.h.say(press.asker, msg.no_owner_channel())
+            self.ctx.say(press.asker, words.no_owner_channel())
             return
         inc = press.incident
+        thread = None if inc is None else inc.thread_ref
         permalink: str | None = None
-        if inc is not None and inc.channel and inc.thread:
+        if thread is not None:
             try:
-                link = self.h.client.chat_getPermalink(channel=inc.channel, message_ts=inc.thread)
-                permalink = str(link.get("permalink") or "") or None
-            except SlackApiError as e:
-                log.warning("chat.getPermalink failed: %s", e)
-        summary = msg.escalation_summary(
+                permalink = self.ctx.chat.permalink(thread)
+            except ChatError as e:
+                log.warning("no link to the incident thread: %s", e)
+        summary = words.escalation_summary(
             layer=report.failing_layer.value,
             headline=f"{report.pod.namespace}/{report.pod.name}: {report.headline}",
             permalink=permalink,
             user=press.asker.user,
+            usergroup=owner.usergroup,
         )
-        if owner.usergroup:
-            summary = f"<!subteam^{owner.usergroup}> {summary}"
         try:
-            self.h.client.chat_postMessage(
-                channel=owner.channel,
-                text=summary,
-                blocks=escalation_blocks(report, summary=summary),
-                unfurl_links=False,
+            self.ctx.chat.post(
+                self.ctx.render.escalation(report, summary=summary), to=Place(owner.channel)
             )
-        except SlackApiError as e:
-            self.h.say(press.asker, msg.escalation_failed(str(e.response.get("error", "error"))))
+        except ChatError as e:
+            self.ctx.say(press.asker, words.escalation_failed(e.reason))
             return
-        done = msg.escalated(channel=channel_link(owner.channel), user=press.asker.user)
-        if press.in_thread and inc is not None and inc.channel and inc.thread:
-            self.h.client.chat_postMessage(channel=inc.channel, thread_ts=inc.thread, text=done)
+        done = Message(words.escalated(channel=owner.channel, user=press.asker.user))
+        if press.thread is not None and thread is not None:
+            self.ctx.chat.post(done, to=Place.of(thread))
         else:
-            self.h.say(press.asker, done)
+            self.ctx.say(press.asker, done.text)

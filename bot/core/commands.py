@@ -1,68 +1,75 @@
-"""Parsing `/gpu …` text (and `@bot …` mentions) into a command value, or a one-line problem.
+"""The commands as values, and each verb's arguments parsed into one, or a one-line problem.
 
 Names are validated here, before anything can reach a cluster. Parsing is pure: it knows
-nothing of Slack requests, policy or the engine.
+nothing of a chat's requests, policy or the engine. Which verbs exist, in which order they
+are listed and what runs them is `bot.core.registry`'s.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
-from triage import InvalidNameError, validate_cluster, validate_name, validate_namespace
+from triage import validate_cluster, validate_name, validate_namespace
 
 
 class UsageError(ValueError):
     """The command text is malformed. `str(e)` says what was wrong, in one line."""
 
 
+class _Command:
+    """A parsed command. `cluster` is the cluster it names (None: the asker's channel's
+    default, else the bot's); a command about no cluster in particular leaves it None."""
+
+    cluster: str | None = None
+
+
 @dataclass(frozen=True)
-class WhyPending:
+class WhyPending(_Command):
     name: str
     namespace: str | None
     cluster: str | None
 
 
 @dataclass(frozen=True)
-class Pending:
+class Pending(_Command):
     namespace: str | None = None
     cluster: str | None = None
 
 
 @dataclass(frozen=True)
-class VerifyNode:
+class VerifyNode(_Command):
     node: str
     cluster: str | None = None
 
 
 @dataclass(frozen=True)
-class ListIncidents:
+class ListIncidents(_Command):
     cluster: str | None = None
 
 
 @dataclass(frozen=True)
-class ShowIncident:
+class ShowIncident(_Command):
     incident_id: int
 
 
 @dataclass(frozen=True)
-class ShowStats:
+class ShowStats(_Command):
     cluster: str | None = None
 
 
 @dataclass(frozen=True)
-class ListClusters:
+class ListClusters(_Command):
     pass
 
 
 @dataclass(frozen=True)
-class Help:
+class Help(_Command):
     pass
 
 
 @dataclass(frozen=True)
-class Ask:
+class Ask(_Command):
     question: str
 
 
@@ -83,53 +90,62 @@ MAX_ID = 2**63 - 1  # incident ids are 64-bit integers in the database
 _ID = re.compile(r"#?([0-9]{1,30})")  # ASCII digits only: "²" and "١" are digits to isdigit()
 
 
-def parse(text: str) -> Command:
-    """Parse the text after `/gpu`. Raises `UsageError` or `InvalidNameError` (both one line)."""
-    if len(text) > MAX_TEXT:
-        raise UsageError(f"the command is {len(text)} characters long; at most {MAX_TEXT}")
-    verb, _, rest = text.strip().partition(" ")
-    if verb.lower() == "ask":  # free text: apostrophes and quotes are not shell syntax here
-        question = " ".join(rest.split())
-        if not question:
-            raise UsageError("ask needs a question, e.g. ask why is pod train-0 pending")
-        if len(question) > MAX_QUESTION:
-            raise UsageError(f"ask takes at most {MAX_QUESTION} characters")
-        return Ask(question=question)
-    try:
-        words = shlex.split(text.strip())
-    except ValueError as e:
-        raise UsageError(f"could not read the command: {e}") from None
-    if not words or words[0] in ("help", "-h", "--help"):
-        return Help()
-    verb, args = words[0].lower(), words[1:]
-    if verb == "why-pending":
-        opts = _options(verb, args, flags=("-n", "--cluster"), names=1, what="pod name")
-        if not opts.names:
-            raise UsageError("why-pending needs a pod name")
-        name = validate_name(opts.names[0])
-        return WhyPending(name=name, namespace=opts.namespace, cluster=opts.cluster)
-    if verb == "pending":
-        opts = _options(verb, args, flags=("-n", "--cluster", "-A"))
-        return Pending(namespace=opts.namespace, cluster=opts.cluster)
-    if verb == "verify-node":
-        opts = _options(verb, args, flags=("--cluster",), names=1, what="node name")
-        if not opts.names:
-            raise UsageError("verify-node takes one node name (and optionally --cluster NAME)")
-        return VerifyNode(node=validate_name(opts.names[0], what="node name"), cluster=opts.cluster)
-    if verb == "incidents":
-        return ListIncidents(cluster=_options(verb, args, flags=("--cluster",)).cluster)
-    if verb == "incident":
-        found = _ID.fullmatch(args[0]) if len(args) == 1 else None
-        if found is None or not 0 < int(found.group(1)) <= MAX_ID:
-            raise UsageError("incident takes one numeric incident id")
-        return ShowIncident(incident_id=int(found.group(1)))
-    if verb == "stats":
-        return ShowStats(cluster=_options(verb, args, flags=("--cluster",)).cluster)
-    if verb == "clusters":
-        if args:
-            raise UsageError("clusters takes no arguments")
-        return ListClusters()
-    raise UsageError(f"unknown command {_shown(verb)}")
+# -- each verb's arguments (the words after it) as its command -------------------------------
+
+
+def why_pending(args: list[str]) -> WhyPending:
+    opts = _options("why-pending", args, flags=("-n", "--cluster"), names=1, what="pod name")
+    if not opts.names:
+        raise UsageError("why-pending needs a pod name")
+    name = validate_name(opts.names[0])
+    return WhyPending(name=name, namespace=opts.namespace, cluster=opts.cluster)
+
+
+def pending(args: list[str]) -> Pending:
+    opts = _options("pending", args, flags=("-n", "--cluster", "-A"))
+    return Pending(namespace=opts.namespace, cluster=opts.cluster)
+
+
+def verify_node(args: list[str]) -> VerifyNode:
+    opts = _options("verify-node", args, flags=("--cluster",), names=1, what="node name")
+    if not opts.names:
+        raise UsageError("verify-node takes one node name (and optionally --cluster NAME)")
+    return VerifyNode(node=validate_name(opts.names[0], what="node name"), cluster=opts.cluster)
+
+
+def list_incidents(args: list[str]) -> ListIncidents:
+    return ListIncidents(cluster=_options("incidents", args, flags=("--cluster",)).cluster)
+
+
+def show_incident(args: list[str]) -> ShowIncident:
+    found = _ID.fullmatch(args[0]) if len(args) == 1 else None
+    if found is None or not 0 < int(found.group(1)) <= MAX_ID:
+        raise UsageError("incident takes one numeric incident id")
+    return ShowIncident(incident_id=int(found.group(1)))
+
+
+def show_stats(args: list[str]) -> ShowStats:
+    return ShowStats(cluster=_options("stats", args, flags=("--cluster",)).cluster)
+
+
+def list_clusters(args: list[str]) -> ListClusters:
+    if args:
+        raise UsageError("clusters takes no arguments")
+    return ListClusters()
+
+
+def ask(text: str) -> Ask:
+    """A question as typed: free text, where apostrophes and quotes are not shell syntax."""
+    question = " ".join(text.split())
+    if not question:
+        raise UsageError("ask needs a question, e.g. ask why is pod train-0 pending")
+    if len(question) > MAX_QUESTION:
+        raise UsageError(f"ask takes at most {MAX_QUESTION} characters")
+    return Ask(question=question)
+
+
+def help_(args: list[str]) -> Help:
+    return Help()
 
 
 @dataclass
@@ -172,41 +188,15 @@ def _options(
         elif flag == "-A" and flag in flags and not eq:
             opts.namespace = None  # what you may see is the scope anyway
         elif word.startswith("-"):
-            raise UsageError(f"unknown option {_shown(word)}: {verb} takes {_usage(flags)}")
+            raise UsageError(f"unknown option {shown(word)}: {verb} takes {_usage(flags)}")
         elif len(opts.names) < names:
             opts.names.append(word)
         elif names:
-            raise UsageError(f"{verb} takes one {what}, got also {_shown(word)}")
+            raise UsageError(f"{verb} takes one {what}, got also {shown(word)}")
         else:
-            raise UsageError(f"{verb} takes {_usage(flags)}, not {_shown(word)}")
+            raise UsageError(f"{verb} takes {_usage(flags)}, not {shown(word)}")
     return opts
 
 
-def _shown(word: str) -> str:
+def shown(word: str) -> str:
     return repr(word if len(word) <= 40 else word[:37] + "...")
-
-
-def parse_mention(text: str) -> Command:
-    """An `app_mention` text: drop leading `<@U…>` mentions, then parse like a slash command."""
-    words = text.strip().split()
-    while words and words[0].startswith("<@") and words[0].endswith(">"):
-        words.pop(0)
-    return parse(" ".join(words))
-
-
-__all__ = [
-    "Ask",
-    "Command",
-    "Help",
-    "InvalidNameError",
-    "ListClusters",
-    "ListIncidents",
-    "Pending",
-    "ShowIncident",
-    "ShowStats",
-    "UsageError",
-    "VerifyNode",
-    "WhyPending",
-    "parse",
-    "parse_mention",
-]

@@ -9,7 +9,7 @@ HTTP 500. Here, in order, each step cheaper than the next:
 2. the timestamp (ASCII digits, within five minutes) and the signature's form (401);
 3. the body read, at most the limit, and its HMAC compared in constant time (401);
 4. UTF-8, then one parse: JSON, or a form whose `payload` field holds JSON (400, 415);
-5. the shape of the kind of request it is (`bot.shapes`), and its response URL (400);
+5. the shape of the kind of request it is (`bot.slack.shapes`), and its response URL (400);
 6. a slash command's text against its length limit: one line back, nothing run.
 
 Only then does bolt get the request, already parsed (bolt's own parser mistakes a command

@@ -11,18 +11,16 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
-from slack_sdk import WebClient
 
 from assist.ask import Assistant
-from bot.core.policy import AccessPolicy
-from bot.slack.app import TriageApp, create_app
-from bot.slack.server import Server
+from bot.slack.app import TriageApp
 from bot.slack.testing import FakeSlack, SlackSender
 from gpu_triage.service import TriageService
 from gpu_triage.settings import Settings
 from incidents.store import IncidentStore
 from tests.assist.fakes import call, scripted
 from tests.bot.bot_cluster import objects
+from tests.bot.conftest import serving
 from triage import ClusterSource, MemorySource
 
 POLICY: dict[str, Any] = {
@@ -65,20 +63,9 @@ def two(fake: FakeSlack, store: IncidentStore, settings: Settings) -> Iterator[T
         return clusters[cluster or "east"]
 
     service = TriageService(source_for=source_for, store=store)
-    app = create_app(
-        settings,
-        service=service,
-        store=store,
-        policy=AccessPolicy.model_validate(POLICY),
-        client=WebClient(token="xoxb-test", base_url=fake.api_url),
-    )
-    server = Server(app, host="127.0.0.1", port=0, metrics=lambda: (b"", "text/plain"))
-    server.start()
-    try:
+    with serving(settings, fake, service=service, store=store, policy=POLICY) as (app, server):
         url = f"http://127.0.0.1:{server.port}/slack/events"
         yield Two(app, SlackSender(url=url, fake_url=fake.url), service, clusters)
-    finally:
-        server.stop()
 
 
 def test_a_model_reads_the_channels_cluster_not_the_default(two: Two, fake: FakeSlack) -> None:
@@ -86,7 +73,7 @@ def test_a_model_reads_the_channels_cluster_not_the_default(two: Two, fake: Fake
         call("why_pending", namespace="team-a", name="train-x"),
         "There is no pod train-x in team-a that I can see.",
     )
-    two.app.handlers.assistant = Assistant(backend=two.service, model=model)
+    two.app.core.assistant = Assistant(backend=two.service, model=model)
     two.slack.command(QUESTION, channel="CWEST")
     answer = fake.wait_posts(1)[0].args["text"]
     assert two.clusters["west"].pod_reads > 0 and two.clusters["east"].pod_reads == 0

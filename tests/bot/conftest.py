@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,20 +119,8 @@ def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float)
         return source
 
     service = CountingService(source_for=source_for, store=store, metrics=Metrics(store=store))
-    client = WebClient(token="xoxb-test", base_url=fake.api_url)
-    app = create_app(
-        settings,
-        service=service,
-        store=store,
-        policy=AccessPolicy.model_validate(POLICY),
-        client=client,
-    )
-    metrics = service.metrics
-    assert metrics is not None
-    server = Server(app, host="127.0.0.1", port=0, metrics=metrics.render)
-    server.start()
-    base = f"http://127.0.0.1:{server.port}"
-    try:
+    with serving(settings, fake, service=service, store=store, policy=POLICY) as (app, server):
+        base = f"http://127.0.0.1:{server.port}"
         yield Bot(
             slack=SlackSender(url=base + "/slack/events", fake_url=fake.url),
             fake=fake,
@@ -142,5 +131,29 @@ def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float)
             source=source,
             base_url=base,
         )
+
+
+@contextmanager
+def serving(
+    settings: Settings,
+    fake: FakeSlack,
+    *,
+    service: TriageService,
+    store: IncidentStore,
+    policy: dict[str, Any],
+) -> Iterator[tuple[TriageApp, Server]]:
+    """The real app over `service`, served on loopback and talking to the fake Slack."""
+    app = create_app(
+        settings,
+        service=service,
+        store=store,
+        policy=AccessPolicy.model_validate(policy),
+        client=WebClient(token="xoxb-test", base_url=fake.api_url),
+    )
+    metrics = service.metrics or Metrics(store=store)
+    server = Server(app, host="127.0.0.1", port=0, metrics=metrics.render)
+    server.start()
+    try:
+        yield app, server
     finally:
         server.stop()

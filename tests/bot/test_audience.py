@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 
 from assist.checks import report_digest
-from bot.slack.blocks import ButtonRef, report_blocks
-from triage import Audience, Finding, Layer, PodRef, Status, TriageReport
+from bot.core.refs import ButtonRef
+from bot.slack.blocks import report_blocks
+from tests.bot.test_bot_units import _report as blocked
+from triage import Audience, TriageReport
 from triage.render import to_text
 
 SECRET_BITS = ("other-ns/their-pod", "restart nvidia-driver-abc", "GPU Operator in gpu-operator",
@@ -15,31 +17,17 @@ SECRET_BITS = ("other-ns/their-pod", "restart nvidia-driver-abc", "GPU Operator 
 
 
 def _report() -> TriageReport:
-    findings = [
-        Finding(layer=layer, status=Status.OK, summary="ok")
-        for layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.QUOTA)
-    ]
-    findings.insert(
-        2,
-        Finding(
-            layer=Layer.SCHEDULING,
-            status=Status.FAIL,
-            summary="full",
-            evidence=["team-a/train-0 asks for 8 GPUs"],
-            detail=["other-ns/their-pod holds 4 GPUs on node-1"],
-        ),
-    )
-    return TriageReport(
-        pod=PodRef(namespace="team-a", name="train-0"),
-        failing_layer=Layer.SCHEDULING,
-        headline="no node has 8 free GPUs",
-        findings=findings,
-        remediation=["ask for fewer GPUs"],
-        operator_steps=["restart nvidia-driver-abc"],
-        verification=["kubectl get pods -n gpu-operator"],
-        gpu_stack=["GPU Operator in gpu-operator"],
-        data_age_note="cluster data may be up to 90s old: lost the watch on pods "
-        "(connection refused: api.internal:6443)",
+    """A blocked report with something of each kind only operators may read."""
+    report = blocked(["team-a/train-0 asks for 8 GPUs"], detail=["other-ns/their-pod on node-1"])
+    return report.model_copy(
+        update={
+            "remediation": ["ask for fewer GPUs"],
+            "operator_steps": ["restart nvidia-driver-abc"],
+            "verification": ["kubectl get pods -n gpu-operator"],
+            "gpu_stack": ["GPU Operator in gpu-operator"],
+            "data_age_note": "cluster data may be up to 90s old: lost the watch on pods "
+            "(connection refused: api.internal:6443)",
+        }
     )
 
 

@@ -18,12 +18,14 @@ from bot.core.commands import (
     UsageError,
     VerifyNode,
     WhyPending,
-    parse,
-    parse_mention,
 )
-from bot.core.policy import AccessPolicy, PolicyError, UsergroupCache, load_policy
+from bot.core.policy import AccessPolicy, PolicyError, UsergroupCache
+from bot.core.refs import ButtonRef
+from bot.core.registry import parse
 from bot.core.work import Done, Flights, WorkerPool
-from bot.slack.blocks import MAX_BLOCKS, ButtonRef, report_blocks
+from bot.slack.app import parse_mention
+from bot.slack.blocks import MAX_BLOCKS, report_blocks
+from bot.slack.ids import load_policy
 from bot.slack.mrkdwn import escape, truncate
 from gpu_triage.settings import SettingsError, load_settings
 from triage import (
