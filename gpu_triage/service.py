@@ -3,9 +3,11 @@
 The Slack bot, the CLI's `--record` and `ask` (in a terminal or in Slack, with or without a
 language model) all go through `TriageService`, with the cluster passed through: `run` is a
 recorded triage, `report` the engine's answer alone (what `ask`'s checks read), `record` the
-recording half of `run` (the CLI's `pending --record` triages a sweep's workloads itself). Engine errors (bad name, unknown pod,
-unreachable cluster) propagate: the caller owns the wording. A failure of the incident store
-never hides the answer: the report comes back with `store_error` set, and the failure is logged.
+recording half of `run` (the CLI's `pending --record` triages a sweep's workloads itself).
+
+Engine errors (bad name, unknown pod, unreachable cluster) propagate: the caller owns the
+wording. A failure of the incident store never hides the answer: the report comes back with
+`store_error` set, and the failure is logged.
 """
 
 from __future__ import annotations

@@ -245,7 +245,8 @@ def incident_line(incident: Incident, *, cluster: bool) -> str:
     if cluster:
         where += f" in {code(incident.cluster)}"
     layer = incident.failing_layer.value if incident.failing_layer else "not blocked"
-    return f"• {code(str(incident.id))} {where}: {escape(layer)} ({escape(incident.status.value)})"
+    status = incident.status.value
+    return f"• {code(str(incident.id))} {where}: {escape(layer)} ({escape(status)})"
 
 
 def incident_detail(incident: Incident) -> str:

@@ -136,8 +136,9 @@ def test_a_second_chat_needs_only_the_port(
     assert chat.wait(2)[1].thread == "m1"
 
     ref = ButtonRef("demo", "team-a", "train-x", str(incident.id))
-    dispatcher.press(Pressed(action=Action.RESOLVE, value=ref.to_value(), user="ops",
-                             channel="#ops", same_channel=True, on_message=True, private=None))  # fmt: skip
+    pressed = Pressed(action=Action.RESOLVE, value=ref.to_value(), user="ops", channel="#ops",
+                      same_channel=True, on_message=True, private=None)  # fmt: skip
+    dispatcher.press(pressed)
     update, note = chat.wait(4)[2:4]
     assert (update.how, update.thread) == ("update", "m1") and "resolved by" in update.text
     assert (note.how, note.thread) == ("post", "m1")
