@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from bot.alerts import Alerter, CycleResult
+from bot.core.alerts import Alerter, CycleResult
 from gpu_triage.metrics import Metrics
 from gpu_triage.service import TriageService
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from gpu_triage.output import add_output_arg, structured
+from gpu_triage.settings import settings_of
 from incidents.errors import IncidentNotFoundError
 from incidents.values import Incident, IncidentStatus, Stats, TriageRun
 from triage.model import LAYER_ORDER, Layer
@@ -91,20 +92,21 @@ def _positive(text: str) -> int:
 
 
 def _open(args: argparse.Namespace) -> IncidentStore:
-    from incidents.store import IncidentStore  # SQLAlchemy/Alembic load only when needed
-
-    return IncidentStore.open(args.database_url, auto_migrate=args.auto_migrate)
+    """The store `--database-url` (else the settings) names; migrated first only with
+    `--auto-migrate` or GPU_TRIAGE_AUTO_MIGRATE on."""
+    return settings_of(args).open_store(migrate=False)
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from incidents.database import display_name, resolve_url
-    from incidents.store import IncidentStore
+    from incidents.database import display_name
+    from incidents.store import IncidentStore  # SQLAlchemy/Alembic load only when needed
 
-    with IncidentStore.from_url(args.database_url) as store:
+    settings = settings_of(args)
+    with IncidentStore.from_url(settings.store_url, timeouts=settings.store_timeouts) as store:
         before = store.current_revision()
         store.upgrade()
         after = store.current_revision()
-    where = display_name(resolve_url(args.database_url))
+    where = display_name(settings.store_url)
     if before == after:
         print(f"{where}: schema already at {after}")
     else:
@@ -180,7 +182,7 @@ def _list(args: argparse.Namespace) -> int:
             i.owner_team or "-",
         ]
         if wide:
-            thread = f"{i.channel} {i.thread_ts}" if i.thread_ts else "-"
+            thread = f"{i.channel} {i.thread}" if i.thread else "-"
             row += [i.cluster, thread, i.headline]
         rows.append(row)
     print(_table(rows, right={0, 5}))
@@ -231,8 +233,9 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
         by = f" by {i.resolved_by}" if i.resolved_by else ""
         took = _duration((i.resolved_at - i.opened_at).total_seconds())
         lines.append(f"  Resolved:     {_time(i.resolved_at)}{by}{how}, after {took}")
-    if i.channel or i.thread_ts:
-        lines.append(f"  Slack:        channel {i.channel or '-'}, thread {i.thread_ts or '-'}")
+    if i.channel or i.thread:
+        chat = (i.chat or "chat").capitalize() + ":"
+        lines.append(f"  {chat:<14}channel {i.channel or '-'}, thread {i.thread or '-'}")
     lines.append(f"  Fingerprint:  {i.fingerprint}")
     lines.append("")
     lines.append(f"Runs ({len(runs)}):")

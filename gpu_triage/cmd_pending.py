@@ -10,7 +10,9 @@ from typing import Any
 from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
 from gpu_triage.extras import require
 from gpu_triage.output import structured
-from gpu_triage.record import record
+from gpu_triage.record import VIA, recorded, recording_service, summary, who
+from gpu_triage.service import Asked
+from gpu_triage.settings import CommonSettings, settings_of
 from gpu_triage.sources import add_cluster_args, source_from
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport, load_playbook, triage
 from triage.fleet import MEMBERS_SHOWN, Group, Sweep, SweepSource, sweep, waited
@@ -51,30 +53,44 @@ def register(sub: Any) -> None:
 def pending(args: argparse.Namespace) -> int:
     if args.record:  # before any work: the store is an extra
         require("incidents", what="--record")
-    source = source_from(args)
+    settings = settings_of(args)
+    source = source_from(args, settings=settings)
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]
-    config = EngineConfig(operator_namespace=args.operator_namespace)
-    playbook = load_playbook(args.playbook)
+    config, playbook = settings.engine_config(), load_playbook(settings.playbook)
     started = time.perf_counter()
     result = sweep(source, namespaces=namespaces, config=config, playbook=playbook)
-    recorded = None
+    said = None
     if args.record:
         reports = _full_reports(source, result, config=config, playbook=playbook)
         took = (time.perf_counter() - started) * 1000 / max(len(reports), 1)
-        recorded = record(reports, database_url=args.database_url, ms=took)
+        said = _record(source, reports, settings=settings, took=took)
     scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
     shown = MEMBERS_SHOWN if args.output != "wide" else None
     notes = source.coverage_notes()  # what the snapshot lacks, as every report says
     print(structured(result, args.output) or to_text(result, scope=scope, shown=shown, notes=notes))
-    if recorded:
-        print(recorded, file=sys.stderr)
+    if said:
+        print(said, file=sys.stderr)
     if not args.exit_code:
         return EXIT_OK
     if result.groups:
         return EXIT_BLOCKED
     return EXIT_OK if result.complete else EXIT_INCOMPLETE
+
+
+def _record(
+    source: ClusterSource, reports: list[TriageReport], *, settings: CommonSettings, took: float
+) -> str:
+    """The reports recorded through the `TriageService` the bot uses; the line saying what
+    that did."""
+    with recording_service(source, settings=settings, record=True) as (service, store):
+        assert store is not None
+        runs = [
+            recorded(service.record(r, asked=Asked(who(), via=VIA), duration_ms=took))
+            for r in reports
+        ]
+        return summary(runs, where=store.display_url)
 
 
 def _full_reports(

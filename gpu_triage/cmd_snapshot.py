@@ -24,7 +24,8 @@ import orjson
 import yaml
 
 from gpu_triage.errors import EXIT_OK, UserError
-from gpu_triage.sources import add_live_args, env_timeout
+from gpu_triage.settings import settings_of
+from gpu_triage.sources import add_live_args
 from triage.cluster.archive import ARCHIVES
 from triage.cluster.coverage import MANIFEST_FILE, plural
 from triage.cluster.kinds import ALL_KINDS
@@ -77,7 +78,7 @@ def snapshot(args: argparse.Namespace) -> int:
     for ns in args.namespace or []:
         validate_namespace(ns)
     source = connect(kubeconfig=args.kubeconfig, context=args.context,
-                     timeout=args.timeout or env_timeout(), page_size=args.chunk_size)  # fmt: skip
+                     timeout=settings_of(args).timeout, page_size=args.chunk_size)  # fmt: skip
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]

@@ -68,6 +68,18 @@ class Answer(StrEnum):
     UNKNOWN = "unknown"
 
 
+class Audience(StrEnum):
+    """Who a report is shown to. An operator may read all of it; a tenant (the pod's own team,
+    or a channel anyone may read) what `TriageReport.for_audience` leaves them."""
+
+    OPERATOR = "operator"
+    TENANT = "tenant"
+
+    @classmethod
+    def of(cls, *, operator: bool) -> Audience:
+        return cls.OPERATOR if operator else cls.TENANT
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -248,6 +260,26 @@ class TriageReport(_Answered):
         """Whether every read the triage made succeeded and every layer was judged."""
         return not self.unknown_layers and not self.unread
 
+    def for_audience(self, audience: Audience) -> TriageReport:
+        """The report as `audience` may see it: the one rule every renderer (text, Block Kit,
+        the language model's digest) applies, so what a tenant reads is decided here only.
+
+        An operator sees all of it. A tenant sees the verdict, the evidence, the owner and the
+        steps anyone may take; not a finding's `detail` (other tenants' pods, node internals),
+        the `operator_steps` naming GPU component pods, the `gpu_stack`, the `verification`
+        commands (operator tooling), nor the operator part of the data-age note."""
+        if audience is Audience.OPERATOR:
+            return self
+        return self.model_copy(
+            update={
+                "findings": [f.model_copy(update={"detail": []}) for f in self.findings],
+                "operator_steps": [],
+                "gpu_stack": [],
+                "verification": [],
+                "data_age_note": _tenant_age_note(self.data_age_note),
+            }
+        )
+
     def finding(self, layer: Layer) -> Finding:
         return next(f for f in self.findings if f.layer == layer)
 
@@ -269,3 +301,14 @@ class TriageReport(_Answered):
             codes = sorted(set(self.finding(self.failing_layer).codes))
         raw = "|".join([str(self.failing_layer), *codes])
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+# A live cache's note on a lost watch ends with the watch's error in parentheses, which may name
+# the API server (`kube.cache.CachedSource.staleness_note`): a tenant reads the note without it.
+_LOST_WATCH = ": lost the watch on "
+
+
+def _tenant_age_note(note: str | None) -> str | None:
+    if note and _LOST_WATCH in note:
+        return note.split(" (", 1)[0]
+    return note

@@ -28,9 +28,12 @@ class _Strict(BaseModel):
 
 
 class Route(_Strict):
+    """An owner: a team, the chat channel to escalate to and the user group to mention there,
+    as the chat names them (its adapter checks they are its ids: the Slack bot at start)."""
+
     team: str = Field(min_length=1)
     channel: str | None = None
-    usergroup: str | None = Field(default=None, pattern=r"^S[A-Z0-9]+$")
+    usergroup: str | None = Field(default=None, min_length=1)
 
 
 # The values a triage can fill into steps. A step naming one the triage does not have (no

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from bot.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
-from bot.testing import FakeSlack
+from bot.core.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
+from bot.slack.alerts import SlackAlerts
+from bot.slack.testing import FakeSlack
 from incidents import IncidentStore
 from triage import load_snapshot
 from triage.fleet import Group, Sweep, sweep
@@ -33,7 +34,7 @@ def fleet() -> Sweep:
 
 def alerter(fake: FakeSlack, store: IncidentStore, config: AlertConfig = CONFIG) -> Alerter:
     client = WebClient(token="xoxb-test", base_url=fake.api_url)
-    return Alerter(client=client, groups=store.groups, config=config, clock=lambda: NOON)
+    return Alerter(sink=SlackAlerts(client), groups=store.groups, config=config, clock=lambda: NOON)
 
 
 def with_members(s: Sweep, key: str, members: list) -> Sweep:  # type: ignore[type-arg]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.testing import SECRET, FakeSlack, SlackSender
+from bot.slack.testing import SECRET, FakeSlack, SlackSender
 from tests.bot.bot_cluster import objects
 
 ROOT = Path(__file__).parents[2]

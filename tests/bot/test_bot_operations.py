@@ -29,7 +29,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.testing import SECRET, FakeSlack
+from bot.slack.testing import SECRET, FakeSlack
 from gpu_triage.cli import main
 from gpu_triage.cmd_bot import slack_client
 from gpu_triage.logs import OncePerFact

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from bot.fleet import group_value
+from bot.core.refs import group_value
 from tests.bot.conftest import Bot
 
 

@@ -31,6 +31,7 @@ class FakeEngine:
         name: str,
         config: EngineConfig | None = None,
         playbook: Playbook | None = None,
+        nodes: bool = False,
     ) -> TriageReport:
         self.calls.append(
             {"source": source, "namespace": namespace, "name": name, "config": config}

@@ -169,7 +169,7 @@ def test_helm_template_renders_both_ways() -> None:
     reason="helm is not on PATH (make test installs it through .ci/tools)",
 )
 def test_alerts_values_reach_the_bot_as_a_file_it_can_load(tmp_path: Path) -> None:
-    from bot.alerts import load_alerts
+    from bot.core.alerts import load_alerts
 
     alerts = "interval_seconds: 30\nchannels:\n  '#gpu-infra': {quiet_hours: '22:00-07:00'}\n"
     values = tmp_path / "values.yaml"

@@ -28,7 +28,7 @@ from tests.verify.wheels import ROOT, build_wheel, install, venv
 FIXTURES = ROOT / "tests" / "fixtures"
 SUPPORTED = ("3.11", "3.12", "3.13")
 BOT_ONLY = ("slack_bolt", "slack_sdk", "sqlalchemy", "alembic", "psycopg", "waitress",
-            "prometheus_client", "pydantic_settings")  # fmt: skip
+            "prometheus_client")  # fmt: skip
 
 
 def interpreter(version: str) -> str | None:

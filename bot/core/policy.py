@@ -1,11 +1,13 @@
 """Who may ask about which namespaces, and who is an operator: access policy as validated data.
 
-A tenant is mapped to namespaces through their Slack user id, a user group they belong to, or
+A tenant is mapped to namespaces through their chat user id, a user group they belong to, or
 the channel they ask in. Operators see every namespace and operator-only detail. Anyone else
 sees nothing: a namespace outside their grant answers exactly like a pod that does not exist.
 
-User-group membership is looked up with `usergroups.users.list` and cached for a short while
-(`UsergroupCache`), because policy decisions happen on every command.
+Ids are the chat's own strings. How a chat spells them is its adapter's to check (`IdRules`,
+passed to `load_policy`; Slack's in `bot.slack.ids`): the policy itself only needs them
+non-empty. User-group membership is looked up through the chat (`UsergroupCache`'s `fetch`)
+and cached for a short while, because policy decisions happen on every command.
 """
 
 from __future__ import annotations
@@ -16,17 +18,31 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from triage import InvalidNameError, validate_cluster, validate_namespace
 
 log = logging.getLogger(__name__)
 
-_USER = r"^[UW][A-Z0-9]+$"
-_GROUP = r"^S[A-Z0-9]+$"
-_CHANNEL = r"^[CGD][A-Z0-9]+$"
+IdKind = Literal["user", "usergroup", "channel"]
+
+
+class IdRules(Protocol):
+    """How one chat spells its ids."""
+
+    def problem(self, kind: IdKind, value: str) -> str | None:
+        """Why `value` is not a `kind` id of this chat, in a few words; None when it is."""
+        ...
 
 
 class PolicyError(ValueError):
@@ -44,18 +60,18 @@ class Principals(_Strict):
 
     @field_validator("users")
     @classmethod
-    def _users(cls, v: list[str]) -> list[str]:
-        return _check_ids(v, pattern=_USER, what="user id")
+    def _users(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return _check_ids(v, kind="user", info=info)
 
     @field_validator("usergroups")
     @classmethod
-    def _groups(cls, v: list[str]) -> list[str]:
-        return _check_ids(v, pattern=_GROUP, what="user group id")
+    def _groups(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return _check_ids(v, kind="usergroup", info=info)
 
     @field_validator("channels")
     @classmethod
-    def _channels(cls, v: list[str]) -> list[str]:
-        return _check_ids(v, pattern=_CHANNEL, what="channel id")
+    def _channels(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        return _check_ids(v, kind="channel", info=info)
 
 
 class Tenant(Principals):
@@ -103,8 +119,8 @@ class Defaults(_Strict):
 
     @field_validator("clusters")
     @classmethod
-    def _clusters(cls, v: dict[str, str]) -> dict[str, str]:
-        _check_ids(list(v), pattern=_CHANNEL, what="channel id")
+    def _clusters(cls, v: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        _check_ids(list(v), kind="channel", info=info)
         _check_clusters(list(v.values()))
         return v
 
@@ -211,12 +227,16 @@ class Viewer:
         return self.operator or namespace in self.namespaces
 
 
-def _check_ids(values: list[str], *, pattern: str, what: str) -> list[str]:
-    import re
-
-    bad = [v for v in values if not re.fullmatch(pattern, v)]
-    if bad:
-        raise ValueError(f"not a Slack {what}: {bad[0]!r}")
+def _check_ids(values: list[str], *, kind: IdKind, info: ValidationInfo) -> list[str]:
+    """`values`, each a non-empty id that the chat's rules (the validation context's `ids`,
+    if any) accept."""
+    rules: IdRules | None = (info.context or {}).get("ids")
+    for value in values:
+        if not value.strip():
+            raise ValueError(f"an empty {kind} id")
+        problem = None if rules is None else rules.problem(kind, value)
+        if problem is not None:
+            raise ValueError(problem)
     return values
 
 
@@ -227,8 +247,9 @@ def _check_clusters(values: list[str]) -> list[str]:
         raise ValueError(str(e)) from None
 
 
-def load_policy(path: str | Path | None) -> AccessPolicy:
-    """Read and validate the policy file; `None` gives the empty policy (operators only)."""
+def load_policy(path: str | Path | None, *, ids: IdRules | None = None) -> AccessPolicy:
+    """Read and validate the policy file, its ids by the chat's `ids` rules; `None` gives the
+    empty policy (operators only)."""
     if path is None:
         return AccessPolicy()
     p = Path(path)
@@ -239,7 +260,7 @@ def load_policy(path: str | Path | None) -> AccessPolicy:
     except yaml.YAMLError as e:
         raise PolicyError(f"access policy {p} is not valid YAML: {e}".splitlines()[0]) from e
     try:
-        return AccessPolicy.model_validate(data or {})
+        return AccessPolicy.model_validate(data or {}, context={"ids": ids})
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "(top level)"
@@ -248,7 +269,7 @@ def load_policy(path: str | Path | None) -> AccessPolicy:
 
 
 class UsergroupCache:
-    """Members of user groups, fetched with `usergroups.users.list` and kept for `ttl` seconds.
+    """Members of user groups, fetched from the chat (`fetch`) and kept for `ttl` seconds.
 
     Only the groups the policy names are looked up. A failed lookup counts as "no members"
     (fail closed) and is retried on the next expiry.
@@ -282,8 +303,8 @@ class UsergroupCache:
                     return hit[1]
             try:
                 members = frozenset(self._fetch(group))
-            except Exception:  # Slack errors must not open access: fail closed
-                log.warning("usergroups.users.list failed for %s; treating as empty", group)
+            except Exception:  # a chat's errors must not open access: fail closed
+                log.warning("user group lookup failed for %s; treating as empty", group)
                 members = frozenset()
             with self._lock:
                 self._members[group] = (now, members)

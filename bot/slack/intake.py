@@ -9,7 +9,7 @@ HTTP 500. Here, in order, each step cheaper than the next:
 2. the timestamp (ASCII digits, within five minutes) and the signature's form (401);
 3. the body read, at most the limit, and its HMAC compared in constant time (401);
 4. UTF-8, then one parse: JSON, or a form whose `payload` field holds JSON (400, 415);
-5. the shape of the kind of request it is (`bot.shapes`), and its response URL (400);
+5. the shape of the kind of request it is (`bot.slack.shapes`), and its response URL (400);
 6. a slash command's text against its length limit: one line back, nothing run.
 
 Only then does bolt get the request, already parsed (bolt's own parser mistakes a command
@@ -29,9 +29,9 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from bot import messages as msg
-from bot.commands import MAX_TEXT
-from bot.shapes import kind, problem
+from bot.core.commands import MAX_TEXT
+from bot.slack import messages as msg
+from bot.slack.shapes import kind, problem
 
 if TYPE_CHECKING:
     from wsgiref.types import WSGIEnvironment

@@ -247,19 +247,9 @@ class SlackSender:
         body = self.command_body(text, **kw)
         return self.post(body, content_type="application/x-www-form-urlencoded", headers=headers)
 
-    def mention(
-        self,
-        text: str,
-        *,
-        user: str = "UOPS",
-        channel: str = "COPS",
-        event_id: str | None = None,
-        thread_ts: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> Reply:
-        body = self.mention_body(
-            text, user=user, channel=channel, event_id=event_id, thread_ts=thread_ts
-        )
+    def mention(self, text: str, *, headers: dict[str, str] | None = None, **event: Any) -> Reply:
+        """Mention the bot: `mention_body(text, **event)`, posted."""
+        body = self.mention_body(text, **event)
         return self.post(json.dumps(body), content_type="application/json", headers=headers)
 
     def mention_body(
@@ -294,26 +284,9 @@ class SlackSender:
             "authorizations": [{"team_id": "T1", "user_id": "UBOT", "is_bot": True}],
         }
 
-    def click(
-        self,
-        *,
-        action_id: str,
-        value: str,
-        user: str = "UOPS",
-        channel: str = "COPS",
-        message: dict[str, Any] | None = None,
-        ephemeral: bool = False,
-    ) -> Reply:
-        return self.interaction(
-            self.click_payload(
-                action_id=action_id,
-                value=value,
-                user=user,
-                channel=channel,
-                message=message,
-                ephemeral=ephemeral,
-            )
-        )
+    def click(self, **press: Any) -> Reply:
+        """Press a button: `click_payload(**press)`, posted."""
+        return self.interaction(self.click_payload(**press))
 
     def click_payload(
         self,

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
-from bot.mrkdwn import escape, truncate
-from bot.render import MAX_BLOCKS, MAX_BUTTON_VALUE, MAX_SECTION, Block, context, section
+from bot.core.refs import Action, group_value
+from bot.slack.blocks import MAX_BLOCKS, MAX_SECTION, Block, context, section
+from bot.slack.mrkdwn import escape, truncate
 from incidents.values import GroupIncident
 from triage.fleet import Group, Sweep, waited
 
 MEMBERS_SHOWN = 10
 GROUPS_SHOWN = 20
-ACTION_GROUP = "gpu_group_thread"
 
 
 def _summary(group: Group, now: datetime) -> str:
@@ -53,20 +52,6 @@ def group_blocks(group: Group, *, now: datetime) -> list[Block]:
     ]
 
 
-def group_value(group: Group) -> str:
-    return json.dumps({"c": group.cluster, "k": group.key}, separators=(",", ":"))[
-        :MAX_BUTTON_VALUE
-    ]
-
-
-def parse_group_value(value: str) -> tuple[str, str]:
-    """(cluster, key) of a group button; ValueError for anything else."""
-    raw = json.loads(value)
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("c", "k")):
-        raise ValueError("malformed group button value")
-    return raw["c"], raw["k"]
-
-
 def pending_blocks(result: Sweep, *, scope: str) -> list[Block]:
     """The answer to `/gpu pending`: the totals, then a section per group with a button."""
     head = (
@@ -81,7 +66,7 @@ def pending_blocks(result: Sweep, *, scope: str) -> list[Block]:
         block = section(_summary(group, result.generated_at))
         block["accessory"] = {
             "type": "button",
-            "action_id": ACTION_GROUP,
+            "action_id": Action.GROUP_THREAD,
             "text": {"type": "plain_text", "text": "Incident thread"},
             "value": group_value(group),
         }

@@ -1,8 +1,8 @@
 """Off-request-path work: a bounded worker pool, identical work run once, and a dedupe set
-for Slack retries.
+for a chat's retries.
 
-Slack wants an HTTP answer within 3 seconds and retries events it thinks went unanswered
-(header `X-Slack-Retry-Num`). Listeners therefore only parse and `ack()`; the triage runs here.
+A chat wants its request answered at once (Slack: within 3 seconds) and retries one it thinks
+went unanswered. Its adapter therefore only parses and acknowledges; the triage runs here.
 The pool is bounded twice: `workers` threads, and at most `max_pending` jobs waiting or
 running, so a slow cluster turns into a polite "busy" reply instead of an unbounded backlog.
 Twenty people asking about one stuck job during an incident are one triage (`Flights`): they

@@ -1,30 +1,31 @@
-"""Every sentence the bot says to a user, in one place so wording is reviewed together.
+"""Every sentence the bot says to a Slack user, in one place so wording is reviewed together:
+the module is the Slack adapter's `bot.core.wording.Words`.
 
-Values interpolated here are escaped by the caller's choice of helper: names typed by users or
-read from a cluster go through `mrkdwn.code` / `mrkdwn.escape` before they reach Slack.
+Values interpolated here are raw (names typed by users or read from a cluster): each goes
+through `mrkdwn.code` / `mrkdwn.escape` here, before it reaches Slack.
 """
 
 from __future__ import annotations
 
-from bot.mrkdwn import code, escape, truncate
+from bot.core.registry import usage
+from bot.slack.ids import is_usergroup
+from bot.slack.mrkdwn import channel_link, code, escape, truncate
+from incidents.values import Incident
+from triage import SourceStatus
 from triage.verify.node import NodeVerification
 
-USAGE = (
-    "*Usage*\n"
-    "• `/gpu why-pending <pod> [-n <namespace>] [--cluster <name>]`: why a GPU pod or job "
-    "is not running\n"
-    "• `/gpu pending [-n <namespace>] [--cluster <name>]`: every stuck workload you may "
-    "see, grouped by root cause\n"
-    "• `/gpu verify-node <node> [--cluster <name>]`: post-install checks for one GPU node\n"
-    "• `/gpu incidents [--cluster <name>]`: open incidents\n"
-    "• `/gpu incident <id>`: one incident\n"
-    "• `/gpu stats [--cluster <name>]`: incident counts per layer\n"
-    "• `/gpu clusters`: the clusters I serve and whether their data is current\n"
-    "• `/gpu ask <question>`: a question in your own words (the FAQ, or _why is pod X "
-    "pending in namespace Y_)\n"
-    "• `/gpu help`: this message\n"
-    "In a channel you can also mention me: `@gpu-triage why-pending <pod>`."
+COMMAND = "/gpu"
+USAGE = "\n".join(
+    [
+        "*Usage*",
+        *(f"• `{COMMAND} {typed}`: {does}" for typed, does in usage()),
+        "In a channel you can also mention me: `@gpu-triage why-pending <pod>`.",
+    ]
 )
+
+
+def command_prefix() -> str:
+    return COMMAND + " "
 
 
 def help_text() -> str:
@@ -37,10 +38,6 @@ def malformed(problem: str) -> str:
 
 def too_long(length: int, limit: int) -> str:
     return f":warning: That command is {length} characters long; I take at most {limit}."
-
-
-def unknown_command(word: str) -> str:
-    return malformed(f"I don't know the command {word!r}.")
 
 
 def working(*, namespace: str, name: str) -> str:
@@ -188,11 +185,9 @@ def group_no_thread() -> str:
 
 
 def group_thread(link: str) -> str:
-    return (
-        f"Incident thread of that cause: {link}"
-        if link
-        else "Incident thread of that cause is open."
-    )
+    if link:
+        return f"Incident thread of that cause: {link}"
+    return "Incident thread of that cause is open."
 
 
 def no_incidents() -> str:
@@ -220,15 +215,20 @@ def rerun_posted(*, user: str) -> str:
 
 
 def escalated(*, channel: str, user: str) -> str:
-    return f":rotating_light: Escalated to {channel} by <@{user}>."
+    return f":rotating_light: Escalated to {channel_link(channel)} by <@{user}>."
 
 
-def escalation_summary(*, layer: str, headline: str, permalink: str | None, user: str) -> str:
+def escalation_summary(
+    *, layer: str, headline: str, permalink: str | None, user: str, usergroup: str | None
+) -> str:
+    """What the owner's channel reads, mentioning the owner's user group when the playbook
+    names one."""
     link = f" <{permalink}|Open the incident thread>" if permalink else ""
-    return (
+    summary = (
         f":rotating_light: <@{user}> escalates a GPU incident to you. "
         f"Failing layer: *{escape(layer)}*. {escape(headline)}.{link}"
     )
+    return f"<!subteam^{usergroup}> {summary}" if is_usergroup(usergroup) else summary
 
 
 def no_owner_channel() -> str:
@@ -239,19 +239,19 @@ def escalation_failed(reason: str) -> str:
     return f":x: Could not post to the owner's channel: {escape(reason)}."
 
 
-def incident_line(
-    *,
-    incident_id: str,
-    status: str,
-    layer: str | None,
-    namespace: str,
-    name: str,
-    cluster: str | None = None,
-) -> str:
-    where = code(f"{namespace}/{name}")
+def incident_line(incident: Incident, *, cluster: bool) -> str:
+    """One incident in a list: id, workload (and with `cluster` its cluster), layer, status."""
+    where = code(f"{incident.namespace}/{incident.name}")
     if cluster:
-        where += f" in {code(cluster)}"
-    return f"• {code(incident_id)} {where}: {escape(layer or 'not blocked')} ({escape(status)})"
+        where += f" in {code(incident.cluster)}"
+    layer = incident.failing_layer.value if incident.failing_layer else "not blocked"
+    status = incident.status.value
+    return f"• {code(str(incident.id))} {where}: {escape(layer)} ({escape(status)})"
+
+
+def incident_detail(incident: Incident) -> str:
+    """One incident on its own: its line, then its headline."""
+    return f"{incident_line(incident, cluster=True)}\n{escape(incident.headline)}"
 
 
 CLUSTER_STATES = {
@@ -263,22 +263,15 @@ CLUSTER_STATES = {
 }
 
 
-def cluster_line(
-    *,
-    name: str,
-    state: str,
-    default: bool,
-    nodes: int | None = None,
-    pods: int | None = None,
-    detail: str = "",
-) -> str:
-    """One served cluster in `/gpu clusters`: name, cache state, size and trouble."""
-    line = f"• {code(name)}{' (default here)' if default else ''}: "
-    line += CLUSTER_STATES.get(state, escape(state))
-    if nodes is not None and pods is not None and state != "down":
-        line += f", {nodes} nodes, {pods} pods"
-    if detail:
-        line += f" ({escape(truncate(detail, limit=200))})"
+def cluster_line(status: SourceStatus, *, default: bool, sizes: bool) -> str:
+    """One served cluster in `/gpu clusters`: name, cache state, and with `sizes` its size
+    and trouble (`status.detail`, already blanked for those who may not read it)."""
+    line = f"• {code(status.name)}{' (default here)' if default else ''}: "
+    line += CLUSTER_STATES.get(status.state, escape(status.state))
+    if sizes and status.state != "down":
+        line += f", {status.nodes} nodes, {status.pods} pods"
+    if status.detail:
+        line += f" ({escape(truncate(status.detail, limit=200))})"
     return line
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from bot.slack.ids import PUBLIC_CHANNEL
 from triage.render import one_line
 
 _WJ = "\u2060"
@@ -54,3 +55,8 @@ def truncate(text: str, *, limit: int) -> str:
     if amp != -1 and ";" not in cut[amp:]:
         cut = cut[:amp]
     return cut + "…"
+
+
+def channel_link(channel: str) -> str:
+    """`<#C123>` for a channel id (Slack renders the name); escaped text for a `#name`."""
+    return f"<#{channel}>" if PUBLIC_CHANNEL.fullmatch(channel) else escape(channel)

@@ -12,11 +12,11 @@ No consensus of our own: the database's rows are the coordination (`incidents.de
 - Every replica polls for jobs nobody holds (lease lapsed, or handed off) in the clusters it
   serves, claims them (one conditional UPDATE wins) and replays them through the same path
   as a fresh command.
-- Before its first Slack write for a job a replica claims the job's reply; a replica that
+- Before its first chat write for a job a replica claims the job's reply; a replica that
   loses that claim (it was slow, not dead, and another answered) posts nothing.
 
 The database may fail, and no command is lost to that. A job whose record missed the ack's
-deadline (`bot.deadline`) is answered here anyway, and its record is retried every tick (as a
+deadline (`bot.core.deadline`) is answered here anyway, and its record is retried every tick (as a
 job while it runs, as a plain delivery once answered, so that nobody replays it). A reply claim
 the database cannot make is answered anyway: while the database works, one replica answers a
 command; while it does not, the replica that took the command does, and the reply says it was
@@ -36,8 +36,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.deadline import DatabaseCalls
-from bot.ports import RelayStoreLike
+from bot.core.deadline import DatabaseCalls
+from bot.core.ports import RelayStoreLike
 from incidents.errors import Fault, IncidentStoreError
 from incidents.values import Job, NewJob
 from triage import SourceStatus
@@ -46,7 +46,9 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT = 5.0  # seconds between two rewrites of this replica's row (at most)
 LIVE_BEATS = 4  # a replica not heard from for this many heartbeats is gone
-MAX_AGE = timedelta(minutes=25)  # Slack's response URLs last 30 minutes
+# How long a command may wait for its answer by default: Slack's response URLs last 30 minutes
+# (a chat's adapter passes its own).
+MAX_AGE = timedelta(minutes=25)
 
 
 def replica_id() -> str:
@@ -67,8 +69,10 @@ class Relay:
         lease: float = 30.0,
         poll: float = 1.0,
         calls: DatabaseCalls | None = None,
+        max_age: timedelta = MAX_AGE,
     ) -> None:
         self.owner = owner or replica_id()
+        self.max_age = max_age  # past this nobody can use an answer (a reply link expired)
         self._calls = calls or DatabaseCalls(deadline=2.0, threads=2)
         self._store, self._served, self._replay, self._room = store, served, replay, room
         self.lease, self.poll = timedelta(seconds=lease), poll
@@ -283,10 +287,12 @@ class Relay:
             # A job held past the age nobody can answer any more: a handler that never said
             # it was done. Stop renewing it (nobody could use the answer).
             stuck = [
-                k for k, t in self._since.items() if self._last_renew - t > MAX_AGE.total_seconds()
+                k
+                for k, t in self._since.items()
+                if self._last_renew - t > self.max_age.total_seconds()
             ]
         for key in stuck:
-            log.warning("job %s held for %s without an answer: given up", key, MAX_AGE)
+            log.warning("job %s held for %s without an answer: given up", key, self.max_age)
             self.done(key)
         with self._lock:
             keys = [k for k in self._held if k not in self._unrecorded]
@@ -314,7 +320,7 @@ class Relay:
     def _claim(self) -> None:
         served = [s.name for s in self._served()]
         jobs, dropped = self._store.deliveries.claim(
-            owner=self.owner, clusters=served, lease=self.lease, max_age=MAX_AGE
+            owner=self.owner, clusters=served, lease=self.lease, max_age=self.max_age
         )
         for key in dropped:
             log.warning("job %s dropped: answered already, too old, or tried too often", key)

@@ -10,7 +10,7 @@ router still serves the probes and metrics on PORT; Slack traffic arrives over t
 instead of `/slack/events`.
 
 The Slack path does not go through bolt's WSGI adapter: that adapter parses a body before
-bolt checks its signature. `bot.intake` checks size, timestamp and signature on the raw bytes
+bolt checks its signature. `bot.slack.intake` checks size, timestamp and signature on the raw bytes
 first, parses once and checks the request's shape; bolt then dispatches the parsed body.
 """
 
@@ -26,8 +26,8 @@ from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from waitress import wasyncore
 from waitress.server import create_server
 
-from bot.app import TriageApp
-from bot.intake import Answer
+from bot.slack.app import TriageApp
+from bot.slack.intake import Answer
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -61,12 +61,12 @@ class Router:
         if path in ("/healthz", "/livez") and method in ("GET", "HEAD"):
             return _plain(start_response, "200 OK", b"ok\n")
         if path == "/readyz" and method in ("GET", "HEAD"):
-            why = "shutting down" if self.app.pool.closed else self.not_ready()
+            why = "shutting down" if self.app.dispatcher.pool.closed else self.not_ready()
             if why:
                 return _plain(start_response, "503 Service Unavailable", f"{why}\n".encode())
             # Degraded is still ready: commands are answered, only not recorded (a read-only
             # database, or a SQLite file deleted under the bot).
-            degraded = self.app.handlers.store.condition()
+            degraded = self.app.core.store.condition()
             notes = [n for n in (self.notice, degraded and f"degraded: {degraded}") if n]
             ready = "; ".join(["ready", *notes]) + "\n"
             return _plain(start_response, "200 OK", ready.encode())

@@ -1,4 +1,5 @@
-"""What the bot needs from the triage service and the incident store, as typed Protocols.
+"""What the bot needs from the triage service, the incident store and the settings, as typed
+Protocols.
 
 The bot depends on these shapes, not on the concrete classes, so its tests and the real
 `gpu_triage.service.TriageService` / `incidents.IncidentStore` are interchangeable here.
@@ -10,8 +11,6 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from pydantic import SecretStr
-
 from incidents.errors import StoreUnavailableError
 from incidents.values import (
     GroupIncident,
@@ -20,6 +19,7 @@ from incidents.values import (
     Job,
     NewJob,
     Stats,
+    ThreadRef,
     TriageRun,
 )
 from triage import Layer, SourceStatus, TriageReport
@@ -27,45 +27,18 @@ from triage.fleet import Sweep
 from triage.verify.node import NodeVerification
 
 
-class BotSettings(Protocol):
-    """What the Slack app reads from the settings. The composition root's
-    `gpu_triage.settings.Settings` provides it; the adapter never imports that module."""
+class CoreSettings(Protocol):
+    """What the core reads from the settings: its worker pool and its replicas. The
+    composition root's `gpu_triage.settings.Settings` provides it; the bot never imports
+    that module."""
 
-    @property
-    def slack_bot_token(self) -> SecretStr: ...
-
-    @property
-    def slack_signing_secret(self) -> SecretStr: ...
-
-    @property
-    def api_base_url(self) -> str: ...
-
-    @property
-    def workers(self) -> int: ...
-
-    @property
-    def max_pending(self) -> int: ...
-
-    @property
-    def http_threads(self) -> int: ...
-
-    @property
-    def replica_id(self) -> str | None: ...
-
-    @property
-    def job_lease(self) -> float: ...
-
-    @property
-    def job_poll(self) -> float: ...
-
-    @property
-    def max_body_bytes(self) -> int: ...
-
-    @property
-    def response_url_prefixes(self) -> tuple[str, ...]: ...
-
-    @property
-    def delivery_deadline(self) -> float: ...
+    workers: int
+    max_pending: int
+    http_threads: int
+    replica_id: str | None
+    job_lease: float
+    job_poll: float
+    delivery_deadline: float
 
 
 class OutcomeLike(Protocol):
@@ -96,7 +69,8 @@ class TriageServiceLike(Protocol):
         namespace: str,
         name: str,
         requested_by: str | None,
-        channel: str | None = None,
+        channel: str | None,
+        via: str,
     ) -> OutcomeLike: ...
 
     def verify(self, *, cluster: str | None, node: str) -> NodeVerification: ...
@@ -120,7 +94,7 @@ class GroupsLike(Protocol):
 
     def release_post(self, group_id: int) -> None: ...
 
-    def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
+    def attach_thread(self, group_id: int, *, thread: ThreadRef) -> None: ...
 
     def counts(self, *, cluster: str | None = None) -> dict[str, int]: ...
 
@@ -168,7 +142,7 @@ class ReplicasLike(Protocol):
 
 
 class RelayStoreLike(Protocol):
-    """What `bot.relay` uses of the incident store."""
+    """What `bot.core.relay` uses of the incident store."""
 
     @property
     def read_only(self) -> StoreUnavailableError | None: ...
@@ -186,7 +160,7 @@ class IncidentStoreLike(Protocol):
 
     def condition(self) -> str | None: ...
 
-    def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None: ...
+    def attach_thread(self, incident_id: int, *, thread: ThreadRef) -> None: ...
 
     def open_incident_for(self, *, cluster: str, namespace: str, name: str) -> Incident | None: ...
 

@@ -1,12 +1,14 @@
-"""Alerts about the fleet view's groups: one Slack thread per root cause, in the owner's channel.
+"""Alerts about the fleet view's groups: one chat thread per root cause, in the owner's channel.
 
 Opt-in per channel (the alerts YAML lists the channels that want them). Each sweep the groups
 are synced with the incident store, and only the caller the store reports a change to acts on
 it: a new group is posted once (when it passes the channel's thresholds, outside its quiet
-hours, within its hourly limit); members coming or going update that message in place
-(`chat.update`); growth past the channel's step is said once in the thread; an emptied group is
-marked resolved. A finding that did not change says nothing, after a restart too, and with
-several replicas on one database each change is acted on once.
+hours, within its hourly limit); members coming or going update that message in place;
+growth past the channel's step is said once in the thread; an emptied group is marked
+resolved. A finding that did not change says nothing, after a restart too, and with several
+replicas on one database each change is acted on once.
+
+What decides is here; what posts is an `AlertSink`, the chat's (Slack's: `bot.slack.alerts`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
-from bot.fleet import alert_text, group_blocks
-from bot.mrkdwn import escape
-from bot.render import section
-from incidents.values import CLAIM_TTL, GroupChange, GroupIncident
+from bot.core.chat import ChatError
+from incidents.values import CLAIM_TTL, GroupChange, GroupIncident, ThreadRef
 from triage.fleet import Group, Sweep
 
 log = logging.getLogger(__name__)
@@ -108,12 +106,32 @@ def load_alerts(path: str | Path) -> AlertConfig:
         raise AlertConfigError(f"alerts file {path}: {where}: {err['msg']}") from None
 
 
+class AlertSink(Protocol):
+    """Where alerts go: a chat, in its words. Each method raises `ChatError` when refused."""
+
+    def open(self, group: Group, *, channel: str, now: datetime) -> ThreadRef:
+        """Post the first message about `group` in `channel`: the thread that follows it."""
+        ...
+
+    def update(self, thread: ThreadRef, group: Group, *, now: datetime) -> None:
+        """Rewrite the thread's first message: members came or went."""
+        ...
+
+    def grew(self, thread: ThreadRef, group: Group, *, before: int) -> None:
+        """Say once, in the thread and to the channel, that the group grew past its step."""
+        ...
+
+    def resolved(self, thread: ThreadRef, row: GroupIncident) -> None:
+        """Mark the thread resolved: no workload is stuck on it any more."""
+        ...
+
+
 class GroupBookLike(Protocol):
     def sync(self, cluster: str, groups: Iterable[Group]) -> list[GroupChange]: ...
     def open_by_key(self, cluster: str) -> dict[str, GroupIncident]: ...
     def claim_post(self, group_id: int, *, channel: str) -> GroupIncident | None: ...
     def release_post(self, group_id: int) -> None: ...
-    def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None: ...
+    def attach_thread(self, group_id: int, *, thread: ThreadRef) -> None: ...
     def claim_announce(self, group_id: int, *, seen: int, workloads: int) -> bool: ...
     def posts_since(self, channel: str, since: datetime) -> int: ...
 
@@ -130,12 +148,12 @@ class Alerter:
     def __init__(
         self,
         *,
-        client: WebClient,
+        sink: AlertSink,
         groups: GroupBookLike,
         config: AlertConfig,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self.client, self.groups, self.config, self.clock = client, groups, config, clock
+        self.sink, self.groups, self.config, self.clock = sink, groups, config, clock
 
     def cycle(self, sweep: Sweep) -> CycleResult:
         """Sync the sweep's groups and act on what changed (see the module docstring)."""
@@ -182,32 +200,21 @@ class Alerter:
         if claimed is None:
             return  # another replica posts it
         try:
-            posted = self.client.chat_postMessage(
-                channel=rule.id or channel,
-                text=alert_text(group.layer.value, group.cluster, group.cause),
-                blocks=group_blocks(group, now=now),
-                unfurl_links=False,
-            )
-        except SlackApiError as e:
+            thread = self.sink.open(group, channel=rule.id or channel, now=now)
+        except ChatError as e:
             log.warning("alert for group %s not posted to %s: %s", row.id, channel, e)
             self.groups.release_post(row.id)
             return
-        where = str(posted.get("channel") or rule.id or channel)
-        self.groups.attach_thread(row.id, channel=where, thread_ts=str(posted.get("ts")))
+        self.groups.attach_thread(row.id, thread=thread)
         self.groups.claim_announce(row.id, seen=row.announced_workloads, workloads=group.workloads)
         out.posted += 1
 
     def _changed(self, change: GroupChange, group: Group, now: datetime, out: CycleResult) -> None:
-        row = change.group
-        if row.channel is None or row.thread_ts is None:
+        row, thread = change.group, change.group.thread_ref
+        if thread is None:
             return  # not posted (yet): nothing to update
         try:
-            self.client.chat_update(
-                channel=row.channel,
-                ts=row.thread_ts,
-                text=alert_text(group.layer.value, group.cluster, group.cause),
-                blocks=group_blocks(group, now=now),
-            )
+            self.sink.update(thread, group, now=now)
             out.updated += 1
             rule = self.config.rule(row.owner_channel) or ChannelRule()
             seen = row.announced_workloads
@@ -216,42 +223,22 @@ class Alerter:
             elif group.workloads >= seen + rule.grow_by and self.groups.claim_announce(
                 row.id, seen=seen, workloads=group.workloads
             ):
-                self.client.chat_postMessage(
-                    channel=row.channel,
-                    thread_ts=row.thread_ts,
-                    reply_broadcast=True,
-                    text=(
-                        f"grew from {seen} to {group.workloads} stuck workload(s), "
-                        f"{group.gpus} GPU(s) waiting"
-                    ),
-                )
-        except SlackApiError as e:
+                self.sink.grew(thread, group, before=seen)
+        except ChatError as e:
             log.warning("alert for group %s not updated: %s", row.id, e)
 
     def _resolved(self, row: GroupIncident, out: CycleResult) -> None:
-        if row.channel is None or row.thread_ts is None:
+        thread = row.thread_ref
+        if thread is None:
             return
-        text = "resolved: " + alert_text(row.layer.value, row.cluster, row.cause)
         try:
-            self.client.chat_update(
-                channel=row.channel,
-                ts=row.thread_ts,
-                text=text,
-                blocks=[
-                    section(f":white_check_mark: {escape(text)}\nno workload is stuck on it now")
-                ],
-            )
-            self.client.chat_postMessage(
-                channel=row.channel,
-                thread_ts=row.thread_ts,
-                text="resolved: no workload is stuck on it now",
-            )
+            self.sink.resolved(thread, row)
             out.resolved += 1
-        except SlackApiError as e:
+        except ChatError as e:
             log.warning("alert for group %s not marked resolved: %s", row.id, e)
 
 
 def _abandoned(row: GroupIncident, now: datetime) -> bool:
     """A claim to post that never got its thread: the replica that claimed it died between
     the claim and the post. `GroupBook.claim_post` lets another replica take it over."""
-    return row.thread_ts is None and row.posted_at is not None and row.posted_at < now - CLAIM_TTL
+    return row.thread is None and row.posted_at is not None and row.posted_at < now - CLAIM_TTL

@@ -7,37 +7,22 @@ evidence, who owns it, what to do next, then buttons. Every string from the clus
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
-from bot.mrkdwn import code, escape, plain, truncate
-from triage import (
-    Layer,
-    OwnerRoute,
-    Status,
-    TriageReport,
-    validate_cluster,
-    validate_name,
-    validate_namespace,
-)
+from bot.core.refs import Action, ButtonRef
+from bot.slack.ids import is_usergroup
+from bot.slack.mrkdwn import channel_link, code, escape, plain, truncate
+from triage import Audience, OwnerRoute, Status, TriageReport
 from triage.model import Answer
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
 MAX_HEADER = 150
-MAX_BUTTON_VALUE = 2000
 EVIDENCE_SHOWN = 8
 LINE_LIMIT = 300
 
-ACTION_RERUN = "gpu_rerun"
-ACTION_RESOLVE = "gpu_resolve"
-ACTION_ESCALATE = "gpu_escalate"
-
 Block = dict[str, Any]
 
-_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{6,}$")
 _STATUS_ICON = {
     Status.OK: ":white_check_mark:",
     Status.WARN: ":warning:",
@@ -45,55 +30,6 @@ _STATUS_ICON = {
     Status.UNKNOWN: ":grey_question:",
     Status.SKIPPED: ":heavy_minus_sign:",
 }
-
-
-@dataclass(frozen=True)
-class ButtonRef:
-    """What a button press needs to find its triage again. Serialised into the button value."""
-
-    cluster: str | None
-    namespace: str
-    name: str
-    incident_id: str | None = None
-
-    def to_value(self) -> str:
-        raw = {"c": self.cluster, "n": self.namespace, "p": self.name, "i": self.incident_id}
-        value = json.dumps(raw, separators=(",", ":"))
-        if len(value) > MAX_BUTTON_VALUE:  # cannot happen with DNS-1123 names; guard anyway
-            raise ValueError("button value too long")
-        return value
-
-    @classmethod
-    def from_value(cls, value: str) -> ButtonRef:
-        """The reference a button carries; ValueError for anything malformed (a value is
-        whatever a payload says: its names are checked like typed ones)."""
-        try:
-            raw = json.loads(value)
-        except RecursionError:
-            raise ValueError("malformed button value") from None
-        if not isinstance(raw, dict):
-            raise ValueError("malformed button value")
-        cluster, namespace, name, incident = (
-            raw.get("c"),
-            raw.get("n"),
-            raw.get("p", ""),
-            raw.get("i"),
-        )
-        if not (
-            isinstance(namespace, str)
-            and isinstance(name, str)
-            and (cluster is None or isinstance(cluster, str))
-            and (
-                incident is None
-                or (isinstance(incident, str | int) and not isinstance(incident, bool))
-            )
-        ):
-            raise ValueError("malformed button value")
-        validate_namespace(namespace)  # InvalidNameError is a ValueError
-        validate_name(name)
-        if cluster is not None:
-            validate_cluster(cluster)
-        return cls(cluster, namespace, name, None if incident is None else str(incident))
 
 
 def section(text: str) -> Block:
@@ -115,16 +51,11 @@ def bullet_list(lines: list[str], *, shown: int = EVIDENCE_SHOWN) -> str:
     return "\n".join(out)
 
 
-def channel_link(channel: str) -> str:
-    """`<#C123>` for a channel id (Slack renders the name); escaped text for a `#name`."""
-    return f"<#{channel}>" if _CHANNEL_ID.match(channel) else escape(channel)
-
-
 def owner_text(owner: OwnerRoute) -> str:
     parts = [f"*Owner:* {escape(owner.team)}"]
     if owner.channel:
         parts.append(channel_link(owner.channel))
-    if owner.usergroup and re.fullmatch(r"S[A-Z0-9]+", owner.usergroup):
+    if is_usergroup(owner.usergroup):
         parts.append(f"<!subteam^{owner.usergroup}>")
     return " · ".join(parts)
 
@@ -142,11 +73,13 @@ def headline_text(report: TriageReport) -> str:
 def report_blocks(
     report: TriageReport,
     *,
-    include_detail: bool,
+    audience: Audience,
     ref: ButtonRef,
     buttons: bool = True,
 ) -> list[Block]:
-    """The full reply. `include_detail` is False for tenant audiences (operator-only lines)."""
+    """The full reply, as much of it as `audience` may read (`TriageReport.for_audience`):
+    what only operators see is marked `[operator]`."""
+    report = report.for_audience(audience)
     layer = report.failing_layer
     pod = report.pod
     title = "Not blocked" if layer is None else f"Blocked at {layer.value}: {layer.label}"
@@ -172,16 +105,14 @@ def report_blocks(
 
     if layer is not None:
         finding = report.finding(layer)
-        lines = list(finding.evidence)
-        if include_detail:
-            lines += [f"[operator] {d}" for d in finding.detail]
+        lines = list(finding.evidence) + [f"[operator] {d}" for d in finding.detail]
         if lines:
             blocks.append(section("*Evidence*\n" + bullet_list(lines)))
     side = [
         f for f in report.findings if f.layer != layer and f.status in (Status.FAIL, Status.WARN)
     ]
     for f in side[:3]:
-        extra = list(f.evidence) + (list(f.detail) if include_detail else [])
+        extra = list(f.evidence) + list(f.detail)
         icon = _STATUS_ICON[f.status]
         text = f"{icon} *Side finding ({escape(f.layer.value)}):* {escape(f.summary)}"
         if extra:
@@ -190,7 +121,7 @@ def report_blocks(
 
     if report.owner is not None and layer is not None:
         blocks.append(section(owner_text(report.owner)))
-    remediation = (report.operator_steps if include_detail else []) + report.remediation
+    remediation = report.operator_steps + report.remediation
     if remediation:
         steps = [
             f"{i}. {escape(truncate(s, limit=LINE_LIMIT))}"
@@ -199,13 +130,11 @@ def report_blocks(
         if len(remediation) > 6:
             steps.append(f"… and {len(remediation) - 6} more")
         blocks.append(section("*Next steps*\n" + "\n".join(steps)))
-    if include_detail and report.verification:
+    if report.verification:
         blocks.append(section("*Verify*\n" + bullet_list(report.verification, shown=5)))
 
     layers = " · ".join(f"{_STATUS_ICON[f.status]} {f.layer.value}" for f in report.findings)
     age = report.data_age_note
-    if age and not include_detail:  # the lost watch's error may name the API server
-        age = age.split(" (", 1)[0] if ": lost the watch on " in age else age
     note = f" · {escape(age)}" if age else ""
     blocks.append(context(layers + note))
     if buttons:
@@ -244,11 +173,11 @@ def with_summary(blocks: list[Block], text: str | None) -> list[Block]:
 def action_buttons(ref: ButtonRef, *, escalate: bool) -> Block:
     value = ref.to_value()
     elements: list[Block] = [
-        _button("Re-run", ACTION_RERUN, value),
-        _button("Resolve", ACTION_RESOLVE, value, style="primary"),
+        _button("Re-run", Action.RERUN, value),
+        _button("Resolve", Action.RESOLVE, value, style="primary"),
     ]
     if escalate:
-        elements.append(_button("Escalate to owner", ACTION_ESCALATE, value, style="danger"))
+        elements.append(_button("Escalate to owner", Action.ESCALATE, value, style="danger"))
     return {"type": "actions", "block_id": "gpu_actions", "elements": elements}
 
 
@@ -272,12 +201,3 @@ def escalation_blocks(report: TriageReport, *, summary: str) -> list[Block]:
         if ev:
             blocks.append(section(bullet_list(list(ev), shown=5)))
     return blocks
-
-
-def layer_label(layer: str | None) -> str:
-    if layer is None:
-        return "not blocked"
-    try:
-        return Layer(layer).label
-    except ValueError:
-        return layer

@@ -8,7 +8,7 @@ reaching a restarted bot or another replica is answered once too. Keys also stay
 for ten minutes, so repeats cost no query and a database outage does not turn every retry
 into a second answer.
 
-The record is best-effort: it gets `bot.deadline`'s short deadline, and a delivery whose
+The record is best-effort: it gets `bot.core.deadline`'s short deadline, and a delivery whose
 record failed or was late is acted on anyway (a command is then answered by this replica,
 and its record retried by the relay). The log says so for each one.
 """
@@ -22,10 +22,10 @@ from typing import Any
 
 from slack_bolt import BoltRequest, BoltResponse
 
-from bot.deadline import DatabaseCalls
-from bot.ports import DeliveriesLike
-from bot.relay import Relay
-from bot.work import SeenSet
+from bot.core.deadline import DatabaseCalls
+from bot.core.ports import DeliveriesLike
+from bot.core.relay import Relay
+from bot.core.work import SeenSet
 from incidents.errors import IncidentStoreError
 from incidents.values import NewJob
 

@@ -1,4 +1,4 @@
-"""Database calls made for a Slack request that must not hold it up.
+"""Database calls made for a chat's request that must not hold it up.
 
 The delivery record before an ack, and the reply claim before a command's first answer, are
 worth having (they make one answer per command across replicas) but not worth waiting for:
