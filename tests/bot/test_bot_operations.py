@@ -89,7 +89,7 @@ def test_the_bot_logs_json_and_serves_prefixed_metrics_on_a_port_of_its_own(
     assert not [n for n in names if n.endswith("_created")]
     lines = [json.loads(line) for line in err.splitlines()]  # every line is JSON
     assert all({"time", "level", "logger", "message"} <= set(r) for r in lines)
-    assert all(r["time"].endswith("Z") and r["level"] in ("info", "warning") for r in lines)
+    assert all(r["time"].endswith("Z") and r["level"] in ("info", "warning") for r in lines), lines
     assert not [r for r in lines if r["logger"].split(".")[0] in ("alembic", "waitress")]
     serving = [r for r in lines if "serving" in r["message"]]
     assert len(serving) == 1 and f"metrics on :{metrics_port}/metrics" in serving[0]["message"]
