@@ -20,6 +20,11 @@ POOLS = (  # (name, share of nodes, GPU product, GPUs per node)
 )
 TS = "2025-01-01T00:00:00Z"
 OPERATOR_NS = "gpu-operator"
+# A reservation: the first nodes of the H100 pool carry this label, and a few pending pods
+# select it (a team's reserved capacity, full): a pod pinned to a small pool.
+RESERVATION = ("node-reservation", "rsv-a")
+RESERVED = 64  # nodes in the reservation (fewer in a small cluster: a quarter of the pool)
+PINNED = 3  # pending pods pinned to it, besides `pods`
 
 
 def _ts(name: str) -> str:
@@ -41,9 +46,13 @@ def _meta(name: str, ns: str | None = None, **extra: Any) -> Obj:
     return m | extra
 
 
-def node(name: str, pool: str, product: str, gpus: int, *, broken: bool) -> Obj:
+def node(
+    name: str, pool: str, product: str, gpus: int, *, broken: bool, reserved: bool = False
+) -> Obj:
     cap = {"cpu": "96", "memory": "1536Gi", "pods": "110", "ephemeral-storage": "3Ti"}
     labels = {"kubernetes.io/hostname": name, "node-pool": pool}
+    if reserved:
+        labels[RESERVATION[0]] = RESERVATION[1]
     taints = []
     if gpus:
         labels |= {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product,
@@ -156,19 +165,21 @@ def _quota_rejected(name: str, ns: str, gpu: int) -> list[Obj]:
 def cluster(
     *, nodes: int, pods: int, tenants: int = 40, seed: int = 1
 ) -> tuple[list[Obj], list[tuple[str, str]]]:
-    """All objects, and the (namespace, name) of pending pods worth triaging."""
+    """All objects, and the (namespace, name) of pending pods worth triaging (`pinned` finds
+    the few more pinned to the reservation)."""
     rnd = random.Random(seed)
     objs: list[Obj] = [{"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(OPERATOR_NS)}]
     node_list: list[tuple[str, str, int, bool]] = []
     start = 0
     for pool, share, product, gpus in POOLS:
         count = max(1, round(nodes * share))
+        reserved = min(RESERVED, count // 4) if pool == "h100" else 0
         for i in range(count):
             if len(node_list) >= nodes:
                 break
             name = f"{pool}-{start + i:05d}"
             broken = gpus > 0 and rnd.random() < 0.01
-            objs.append(node(name, pool, product, gpus, broken=broken))
+            objs.append(node(name, pool, product, gpus, broken=broken, reserved=i < reserved))
             node_list.append((name, pool, gpus, broken))
         start += count
     policy: Obj = {"kind": "ClusterPolicy", "apiVersion": "nvidia.com/v1",
@@ -268,4 +279,21 @@ def cluster(
             objs.append(pod(pname, team, node=target, gpu=gpu if target else 0, phase=phase))
         made += 1
         workload += 1
+    for i in range(PINNED):  # after the others: the cluster is otherwise as it was
+        p = pod(f"pinned-{i:03d}-0", teams[i % len(teams)], node=None, gpu=8, phase="Pending",
+                nodeSelector=dict([RESERVATION]))  # fmt: skip
+        p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                      "reason": "Unschedulable",
+                                      "message": f"0/{nodes} nodes are available"}]  # fmt: skip
+        objs.append(p)
     return objs, pending
+
+
+def pinned(objs: list[Obj]) -> list[tuple[str, str]]:
+    """The pending pods of `cluster` pinned to the reservation (a pool of `RESERVED` nodes)."""
+    return [
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objs
+        if o["kind"] == "Pod"
+        and (o["spec"].get("nodeSelector") or {}).get(RESERVATION[0]) == RESERVATION[1]
+    ]

@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
 
 
 def pending(args: argparse.Namespace) -> int:
-    source = source_from(args)
+    source = source_from(args, read_ahead="sweep" if args.all_namespaces else "triage")
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]

@@ -56,7 +56,7 @@ def _config(args: argparse.Namespace) -> EngineConfig:
 
 
 def why_pending(args: argparse.Namespace) -> int:
-    source = source_from(args)
+    source = source_from(args, read_ahead="triage")
     namespace = args.namespace or source.default_namespace or "default"
     started = time.perf_counter()
     report = triage(

@@ -94,9 +94,12 @@ def open_source(
     context: str | None = None,
     timeout: float | None = None,
     chunk_size: int = 500,
+    read_ahead: str | None = None,
 ) -> ClusterSource:
     """A snapshot when given; otherwise the kubeconfig context (or in-cluster config), read
-    within `timeout` seconds in all (default: GPU_TRIAGE_TIMEOUT, else DEFAULT_TIMEOUT)."""
+    within `timeout` seconds in all (default: GPU_TRIAGE_TIMEOUT, else DEFAULT_TIMEOUT).
+    `read_ahead` says what the command is ("triage", "sweep"): a live source then starts
+    what such a command reads anyway at once, in parallel (`kube.live.connect`)."""
     if snapshot:
         return load_snapshot(snapshot)
     from kube.live import connect  # imported lazily: the kubernetes client is slow to import
@@ -106,10 +109,11 @@ def open_source(
         context=context,
         timeout=timeout or env_timeout(),
         page_size=chunk_size,
+        read_ahead=read_ahead,
     )
 
 
-def source_from(args: argparse.Namespace) -> ClusterSource:
+def source_from(args: argparse.Namespace, *, read_ahead: str | None = None) -> ClusterSource:
     """The source the command's cluster flags (`add_cluster_args`) name."""
     return open_source(
         snapshot=args.snapshot,
@@ -117,4 +121,5 @@ def source_from(args: argparse.Namespace) -> ClusterSource:
         context=args.context,
         timeout=args.timeout,
         chunk_size=args.chunk_size,
+        read_ahead=read_ahead,
     )

@@ -9,12 +9,18 @@ node keeps its value (what a sweep compares by identity). Each change to a node'
 numbered (a generation) and logged, so a reader that kept an answer derived from one snapshot
 can ask which nodes changed before the next (`UsageSnapshot.changed_since`) instead of
 comparing every node.
+
+A source that reads the cluster per command need not read every pod: `LazyUsage` is the usage
+it reads when asked (the live source reads the pods of the nodes asked about). The engine says
+which nodes it is about to ask about (`want`), so they are read together, and reads it whole
+(`read_whole`) before work that may ask about any node.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from abc import abstractmethod
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from triage.cluster.objects import Obj, name_of, ns_of, pod_terminated
@@ -38,6 +44,32 @@ def usage_of(pods: Iterable[Obj]) -> dict[str, NodeUsage]:
     index = UsageIndex()
     index.replace(pods)
     return index.snapshot()
+
+
+class LazyUsage(Mapping[str, NodeUsage]):
+    """Node usage read when asked, by a source that reads the cluster per command. Every read
+    (`get`, `want`, `read_all`, iterating) may raise `ReadFailedError`."""
+
+    @abstractmethod
+    def want(self, names: Collection[str]) -> None:
+        """The nodes about to be asked about: read them together, now."""
+
+    @abstractmethod
+    def read_all(self) -> None:
+        """Read every node's usage now."""
+
+
+def want(usage: Mapping[str, NodeUsage], names: Callable[[], Collection[str]]) -> None:
+    """Say which nodes are about to be asked about, to usage read when asked (`LazyUsage`);
+    `names` is called only then."""
+    if isinstance(usage, LazyUsage):
+        usage.want(names())
+
+
+def read_whole(usage: Mapping[str, NodeUsage]) -> None:
+    """Usage read when asked is read whole now (before work that may ask about any node)."""
+    if isinstance(usage, LazyUsage):
+        usage.read_all()
 
 
 Contribution = tuple[str, dict[str, int]]
