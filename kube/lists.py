@@ -9,8 +9,10 @@ command's reads) and the informers (the bot's cache) read through these.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from kube.client import BUILTIN_GROUPS, GoneError, RawClient
 from kube.decode import list_decoder
@@ -24,6 +26,7 @@ from triage.cluster.source import (
     UnavailableError,
 )
 
+T = TypeVar("T")
 PAGE_SIZE = 500
 RELISTS = 3  # times a paginated list starts over when its continue token expires
 
@@ -76,16 +79,18 @@ def _pages(
     transform: Callable[[Obj], Obj] | None,
     decode: Callable[[bytes], Any] | None,
 ) -> tuple[list[Obj], str]:
+    def page(token: str) -> dict[str, Any] | None:
+        query = [("limit", str(page_size))]
+        if token:
+            query.append(("continue", token))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        return client.get_json(rt, verb="list", namespace=namespace, query=query, decode=decode)
+
     items: list[Obj] = []
-    token = ""
     with gc_paused():  # the whole list: see kube.fastjson
+        body = page("")
         while True:
-            query = [("limit", str(page_size))]
-            if token:
-                query.append(("continue", token))
-            if field_selector:
-                query.append(("fieldSelector", field_selector))
-            body = client.get_json(rt, verb="list", namespace=namespace, query=query, decode=decode)
             if body is None:
                 if rt.group in BUILTIN_GROUPS:
                     raise UnavailableError(
@@ -93,14 +98,33 @@ def _pages(
                         verb="list", resource=rt.plural, namespace=namespace,
                     )  # fmt: skip
                 return [], ""
+            meta: dict[str, Any] = body.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            # The next page is asked for while this one is taken in: the API server (and the
+            # network) work meanwhile, not after. One page waits at most.
+            ahead = _background(page, token) if token else None
             for item in body.get("items") or []:
                 item["kind"] = rt.kind
                 item["apiVersion"] = rt.api_version
                 items.append(transform(item) if transform else item)
-            meta: dict[str, Any] = body.get("metadata") or {}
-            token = str(meta.get("continue") or "")
-            if not token:
+            if ahead is None:
                 return items, str(meta.get("resourceVersion") or "")
+            body = ahead.result()
+
+
+def _background(read: Callable[[str], T], arg: str) -> Future[T]:
+    """`read(arg)` on a thread of its own (a daemon: a command that gives up does not wait
+    for it); its result, or what it raised, in the future."""
+    done: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(read(arg))
+        except BaseException as e:  # handed to the caller
+            done.set_exception(e)
+
+    threading.Thread(target=run, name="next-page", daemon=True).start()
+    return done
 
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation ending a watch-list stream
