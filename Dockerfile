@@ -5,11 +5,12 @@ FROM python:3.11.11-slim-bookworm AS builder
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 # The whole build context (.dockerignore keeps tests, docs and local state out). The image
-# installs the wheel pyproject.toml describes: no package folder is listed here by hand.
+# installs the wheel pyproject.toml describes, with the bot's extra (Slack, the incident store,
+# the HTTP server, metrics): no package folder is listed here by hand.
 COPY . .
 RUN pip wheel --no-deps --wheel-dir /dist . \
  && python -m venv /opt/venv \
- && /opt/venv/bin/pip install /dist/*.whl
+ && /opt/venv/bin/pip install "$(echo /dist/*.whl)[bot]"
 # Smoke test from outside the source tree, so that only what the wheel installed can be
 # imported: the CLI, then every module `gpu-triage bot` imports at start (followed from its
 # import statements, lazy ones included), the bundled playbook and the migration scripts.

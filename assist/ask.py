@@ -48,6 +48,16 @@ class Answer:
     discarded: str | None = None
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """Who asks, where, and how commands are spelled to them."""
+
+    caller: Caller
+    default_namespace: str | None
+    prefix: str
+    cluster: str | None
+
+
 class Assistant:
     """Answers questions and writes summaries. `model=None` (the default) means no LLM."""
 
@@ -69,44 +79,41 @@ class Assistant:
         caller: Caller,
         default_namespace: str | None = None,
         prefix: str = "gpu-triage ",
+        cluster: str | None = None,
     ) -> Answer:
+        """The answer to `question` from `caller`, read from `cluster` (None: the backend's
+        default): the one the asker's channel defaults to, in the bot."""
         question = question.strip()
         if not question:
             return Answer(cannot_answer(prefix=prefix), "unknown")
         if len(question) > MAX_QUESTION:
             return Answer(f"That question is too long (over {MAX_QUESTION} characters).", "error")
+        asked = _Asked(caller=caller, default_namespace=default_namespace, prefix=prefix,
+                       cluster=cluster)  # fmt: skip
         if self.model is not None:
-            return self._ask_model(
-                question, caller=caller, default_namespace=default_namespace, prefix=prefix
-            )
-        return self._plain(
-            question, caller=caller, default_namespace=default_namespace, prefix=prefix
-        )
+            return self._ask_model(question, asked)
+        return self._plain(question, asked)
 
-    def _ask_model(
-        self, question: str, *, caller: Caller, default_namespace: str | None, prefix: str
-    ) -> Answer:
+    def _ask_model(self, question: str, asked: _Asked) -> Answer:
         from assist.loop import run_loop
         from assist.tools import make_tools
 
         assert self.model is not None
-        tools, checks = make_tools(caller=caller, backend=self.backend)
-        asked = question
-        if default_namespace:
-            asked += f"\n(The asker's default namespace is {default_namespace}.)"
+        tools, checks = make_tools(caller=asked.caller, backend=self.backend, cluster=asked.cluster)
+        prompt = question
+        if asked.default_namespace:
+            prompt += f"\n(The asker's default namespace is {asked.default_namespace}.)"
         result = run_loop(
-            model=self.model, tools=tools, checks=checks, question=asked, limits=self.limits
+            model=self.model, tools=tools, checks=checks, question=prompt, limits=self.limits
         )
         if result.stopped == "guard":
-            return self._overruled(result.discarded or "it failed the checks", checks=checks,
-                                   question=question, caller=caller,
-                                   default_namespace=default_namespace, prefix=prefix)  # fmt: skip
+            why = result.discarded or "it failed the checks"
+            return self._overruled(why, checks=checks, question=question, asked=asked)
         if result.stopped is not None:
             return Answer(result.text, "error", intent="model")
         # A question about one pod has an answer the model must agree with, whether or not it
         # asked the triage itself: the engine's verdict.
-        plain = self._plain(question, caller=caller, default_namespace=default_namespace,
-                            prefix=prefix)  # fmt: skip
+        plain = self._plain(question, asked)
         if plain.report is not None and not layer_agrees(result.text, plain.report.failing_layer):
             layer = plain.report.failing_layer
             found = f"the {layer.value} layer" if layer is not None else "that nothing blocks it"
@@ -114,33 +121,20 @@ class Assistant:
             return Answer(plain.text, plain.kind, plain.intent, plain.report, discarded=why)
         return Answer(result.text, "model", intent="model")
 
-    def _plain(
-        self, question: str, *, caller: Caller, default_namespace: str | None, prefix: str
-    ) -> Answer:
+    def _plain(self, question: str, asked: _Asked) -> Answer:
         """The answer without a model: the FAQ, or the checks a matched question asks for."""
         return answer_intent(
             match(question),
-            checks=Checks(caller=caller, backend=self.backend),
-            default_namespace=default_namespace,
-            prefix=prefix,
+            checks=Checks(caller=asked.caller, backend=self.backend, cluster=asked.cluster),
+            default_namespace=asked.default_namespace,
+            prefix=asked.prefix,
         )
 
-    def _overruled(
-        self,
-        why: str,
-        *,
-        checks: Checks,
-        question: str,
-        caller: Caller,
-        default_namespace: str | None,
-        prefix: str,
-    ) -> Answer:
+    def _overruled(self, why: str, *, checks: Checks, question: str, asked: _Asked) -> Answer:
         """The model's answer failed the guard: answer as if no model were configured (the
         deterministic matcher, or the verdicts the model's own tool calls produced), and say
         that the model's answer was discarded and why."""
-        plain = self._plain(
-            question, caller=caller, default_namespace=default_namespace, prefix=prefix
-        )
+        plain = self._plain(question, asked)
         if plain.kind in ("triage", "check", "faq"):
             return Answer(plain.text, plain.kind, plain.intent, plain.report, discarded=why)
         if checks.reports:

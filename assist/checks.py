@@ -20,16 +20,14 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from triage import (
+    Audience,
     ClusterSource,
-    EngineConfig,
     ForbiddenError,
     InvalidNameError,
     NotFoundError,
-    Playbook,
     SourceError,
     TriageReport,
     UnavailableError,
-    triage,
     validate_name,
     validate_namespace,
 )
@@ -37,14 +35,14 @@ from triage.cluster.objects import labels, name_of
 from triage.cluster.quantities import GPU, MIG_PREFIX, resources
 from triage.layers.stacks.state import gpu_resources, is_gpu_node
 from triage.render import one_line
-from triage.verify.node import NodeVerification, verify_node
+from triage.verify.node import NodeVerification
 
 Result = dict[str, Any]
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 class Caller(Protocol):
-    """Who is asking. `bot.policy.Viewer` satisfies it; so does `LocalOperator` for the CLI."""
+    """Who is asking. `bot.core.policy.Viewer` satisfies it; so does `LocalOperator` for the CLI."""
 
     @property
     def operator(self) -> bool: ...
@@ -63,43 +61,15 @@ class LocalOperator:
 
 
 class Backend(Protocol):
-    """Where the checks read from: the engine over a cluster source."""
+    """Where the checks read, one cluster per call: the `TriageService` the bot and the CLI
+    share (`gpu_triage.service`), so `ask` reads the cluster it was asked about, with the
+    engine settings everything else uses."""
 
-    def triage(self, *, namespace: str, name: str) -> TriageReport: ...
+    def report(self, *, cluster: str | None, namespace: str, name: str) -> TriageReport: ...
 
-    def verify(self, *, node: str) -> NodeVerification: ...
+    def verify(self, *, cluster: str | None, node: str) -> NodeVerification: ...
 
-    def source(self) -> ClusterSource: ...
-
-
-class EngineBackend:
-    """The engine over one cluster source (a snapshot, or the live cluster via `source_for`)."""
-
-    def __init__(
-        self,
-        *,
-        source_for: Callable[[], ClusterSource],
-        config: EngineConfig | None = None,
-        playbook: Playbook | None = None,
-    ) -> None:
-        self._source_for = source_for
-        self.config = config or EngineConfig()
-        self.playbook = playbook
-
-    def source(self) -> ClusterSource:
-        return self._source_for()
-
-    def triage(self, *, namespace: str, name: str) -> TriageReport:
-        return triage(
-            self.source(),
-            namespace=namespace,
-            name=name,
-            config=self.config,
-            playbook=self.playbook,
-        )
-
-    def verify(self, *, node: str) -> NodeVerification:
-        return verify_node(self.source(), node, config=self.config, playbook=self.playbook)
+    def source(self, cluster: str | None) -> ClusterSource: ...
 
 
 # --- typed arguments (the tools' args_schema) ------------------------------------------------
@@ -175,10 +145,11 @@ def _flat(check: Callable[[Checks, A], Result]) -> Callable[[Checks, A], Result]
 
 
 class Checks:
-    """The checks for one caller. Each returns a compact dict; none raises for user errors."""
+    """The checks for one caller in one cluster (None: the backend's default). Each returns a
+    compact dict; none raises for user errors."""
 
-    def __init__(self, *, caller: Caller, backend: Backend) -> None:
-        self.caller, self.backend = caller, backend
+    def __init__(self, *, caller: Caller, backend: Backend, cluster: str | None = None) -> None:
+        self.caller, self.backend, self.cluster = caller, backend, cluster
         self.reports: list[TriageReport] = []  # every report produced, for the answer guard
 
     def _cluster_error(self, e: SourceError) -> Result:
@@ -204,7 +175,9 @@ class Checks:
         if not self.caller.may_see(args.namespace):
             return not_found(namespace=args.namespace, name=args.name)
         try:
-            report = self.backend.triage(namespace=args.namespace, name=args.name)
+            report = self.backend.report(
+                cluster=self.cluster, namespace=args.namespace, name=args.name
+            )
         except NotFoundError:
             return not_found(namespace=args.namespace, name=args.name)
         except SourceError as e:
@@ -217,7 +190,7 @@ class Checks:
         if not self.caller.operator:
             return _error("operator_only", "only operators can verify nodes")
         try:
-            result = self.backend.verify(node=args.node)
+            result = self.backend.verify(cluster=self.cluster, node=args.node)
         except InvalidNameError as e:
             return _error("invalid_name", str(e))
         except NotFoundError:
@@ -246,7 +219,7 @@ class Checks:
         if not self.caller.may_see(args.namespace):
             return missing
         try:
-            source = self.backend.source()
+            source = self.backend.source(self.cluster)
             if source.get("Namespace", args.namespace) is None:
                 return missing
             quotas = source.objects("ResourceQuota", namespace=args.namespace)
@@ -271,7 +244,7 @@ class Checks:
     def capacity(self, args: CapacityArgs) -> Result:
         """GPUs per product: capacity, allocatable, requested. Node names for operators only."""
         try:
-            source = self.backend.source()
+            source = self.backend.source(self.cluster)
             nodes = [n for n in source.objects("Node") if is_gpu_node(n)]
             usage = source.node_usage()
         except SourceError as e:
@@ -315,7 +288,9 @@ def _quota(q: dict[str, Any]) -> Result:
 
 
 def report_digest(report: TriageReport, *, operator: bool) -> Result:
-    """The report as compact JSON for a model or a tool caller; `detail` only for operators."""
+    """The report as compact JSON for a model or a tool caller, as much of it as the caller may
+    read (`TriageReport.for_audience`: `detail` and operator steps only for operators)."""
+    report = report.for_audience(Audience.of(operator=operator))
     out: Result = {
         "pod": f"{report.pod.namespace}/{report.pod.name}",
         "failing_layer": None if report.failing_layer is None else report.failing_layer.value,
@@ -326,12 +301,12 @@ def report_digest(report: TriageReport, *, operator: bool) -> Result:
                 "status": f.status.value,
                 "summary": f.summary,
                 "evidence": list(f.evidence),
-                **({"detail": list(f.detail)} if operator and f.detail else {}),
+                **({"detail": list(f.detail)} if f.detail else {}),
             }
             for f in report.findings
         ],
         "owner": None if report.owner is None else report.owner.team,
-        "remediation": (list(report.operator_steps) if operator else []) + list(report.remediation),
+        "remediation": list(report.operator_steps) + list(report.remediation),
     }
     if report.pod.node:
         out["node"] = report.pod.node

@@ -1,4 +1,5 @@
-"""Which chat model to use, from the environment: none unless one is configured.
+"""Which chat model to use, from its two settings (read by `gpu_triage.settings`): none unless
+one is configured.
 
 `GPU_TRIAGE_LLM_PROVIDER` names a provider (`openai`, `anthropic`, …) or `module:Class` for
 any `BaseChatModel` subclass; `GPU_TRIAGE_LLM_MODEL` names the model. The provider package is
@@ -10,7 +11,6 @@ naming the package to install. Credentials are the provider package's own busine
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +37,9 @@ class ProviderError(ValueError):
     """The model configuration cannot be used. One line, naming the variable or package."""
 
 
-def model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel | None:
-    """The configured chat model, or None when `GPU_TRIAGE_LLM_PROVIDER` is unset/empty."""
-    env = os.environ if env is None else env
+def model_from_env(env: Mapping[str, str]) -> BaseChatModel | None:
+    """The configured chat model, or None when `GPU_TRIAGE_LLM_PROVIDER` is unset/empty.
+    `env` holds the two variables as the settings read them (`CommonSettings.llm`)."""
     provider = (env.get(PROVIDER_ENV) or "").strip()
     if not provider or provider.lower() in ("none", "off"):
         return None

@@ -56,9 +56,12 @@ def _tool(name: str, schema: type[BaseModel], run: Callable[[Any], Result]) -> S
     )
 
 
-def make_tools(*, caller: Caller, backend: Backend) -> tuple[list[BaseTool], Checks]:
-    """The four tools for `caller`, and the `Checks` behind them (it keeps the reports made)."""
-    checks = Checks(caller=caller, backend=backend)
+def make_tools(
+    *, caller: Caller, backend: Backend, cluster: str | None = None
+) -> tuple[list[BaseTool], Checks]:
+    """The four tools for `caller` in `cluster`, and the `Checks` behind them (it keeps the
+    reports made)."""
+    checks = Checks(caller=caller, backend=backend, cluster=cluster)
     tools: list[BaseTool] = [
         _tool("why_pending", WhyPendingArgs, checks.why_pending),
         _tool("verify_node", VerifyNodeArgs, checks.verify_node),

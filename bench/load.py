@@ -3,7 +3,7 @@
     python -m bench.load [--commands 200] [--in-flight 1 20 50] [--latency 0.3]
 
 Starts a synthetic cluster (`bench.serve`, whose API answers every get and list after
-`--latency` seconds: a slow API server), a fake Slack on loopback (`bot.testing`), and the real
+`--latency` seconds: a slow API server), a fake Slack on loopback (`bot.slack.testing`), and the real
 `gpu-triage bot` process against both (live mode, watch-backed cache, SQLite incident store).
 Then, per level of concurrency, sends `--commands` slash commands cycling over `--workloads`
 distinct stuck pods, `--in-flight` at a time, and reports what a user would notice: how long
@@ -34,7 +34,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bench.run import pct
 from bench.serve import launch
-from bot.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
+from bot.slack.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
 from kube.testing import write_kubeconfig
 
 OPERATOR = "ULOAD"

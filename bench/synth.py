@@ -2,7 +2,9 @@
 
 Deterministic for a seed. Pods carry the bulk of a real pod (env, mounts, probes,
 managedFields, container statuses) so list payloads and the cache's slimming are realistic.
-About 2% of pods are Pending for a mix of reasons the engine diagnoses.
+Most pools are NVIDIA's; an AMD MI300X pool and an AWS Trainium pool ask their own
+resources, and some pending pods ask an RDMA device no node offers. About 2% of pods are
+Pending for a mix of reasons the engine diagnoses.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import zlib
 from typing import Any
 
 Obj = dict[str, Any]
-POOLS = (  # (name, share of nodes, GPU product, GPUs per node)
-    ("a100", 0.55, "NVIDIA-A100-SXM4-80GB", 8),
-    ("h100", 0.30, "NVIDIA-H100-80GB-HBM3", 8),
-    ("l4", 0.10, "NVIDIA-L4", 4),
-    ("cpu", 0.05, "", 0),
+POOLS = (  # (name, share of nodes, product, devices per node, their resource)
+    ("a100", 0.50, "NVIDIA-A100-SXM4-80GB", 8, "nvidia.com/gpu"),
+    ("h100", 0.30, "NVIDIA-H100-80GB-HBM3", 8, "nvidia.com/gpu"),
+    ("l4", 0.10, "NVIDIA-L4", 4, "nvidia.com/gpu"),
+    ("mi300x", 0.03, "AMD Instinct MI300X", 8, "amd.com/gpu"),
+    ("trn1", 0.02, "trn1.32xlarge", 32, "aws.amazon.com/neuroncore"),
+    ("cpu", 0.05, "", 0, ""),
 )
+NVIDIA_GPU = "nvidia.com/gpu"
+RDMA = "rdma/hca_shared_devices_a"  # an RDMA device pool some pods ask and no node offers
 TS = "2025-01-01T00:00:00Z"
 OPERATOR_NS = "gpu-operator"
 # A reservation: the first nodes of the H100 pool carry this label, and a few pending pods
@@ -47,14 +53,31 @@ def _meta(name: str, ns: str | None = None, **extra: Any) -> Obj:
 
 
 def node(
-    name: str, pool: str, product: str, gpus: int, *, broken: bool, reserved: bool = False
+    name: str,
+    pool: str,
+    product: str,
+    gpus: int,
+    *,
+    broken: bool,
+    reserved: bool = False,
+    resource: str = NVIDIA_GPU,
 ) -> Obj:
     cap = {"cpu": "96", "memory": "1536Gi", "pods": "110", "ephemeral-storage": "3Ti"}
     labels = {"kubernetes.io/hostname": name, "node-pool": pool}
     if reserved:
         labels[RESERVATION[0]] = RESERVATION[1]
     taints = []
-    if gpus:
+    if gpus and resource == "amd.com/gpu":
+        labels |= {"feature.node.kubernetes.io/amd-gpu": "true",
+                   "amd.com/gpu.product-name": product.replace(" ", "_")}  # fmt: skip
+        taints.append({"key": "amd.com/gpu", "value": "present", "effect": "NoSchedule"})
+        cap[resource] = str(gpus)
+    elif gpus and resource.startswith("aws.amazon.com/neuron"):
+        labels |= {"node.kubernetes.io/instance-type": product}
+        taints.append({"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"})
+        cap[resource] = str(gpus)
+        cap["aws.amazon.com/neurondevice"] = str(gpus // 2)
+    elif gpus:
         labels |= {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product,
                    "nvidia.com/gpu.count": str(gpus), "nvidia.com/gpu.deploy.driver": "true",
                    "nvidia.com/gpu.deploy.device-plugin": "true"}  # fmt: skip
@@ -77,10 +100,19 @@ def node(
     }  # fmt: skip
 
 
-def pod(name: str, ns: str, *, node: str | None, gpu: int, phase: str, **spec_extra: Any) -> Obj:
+def pod(
+    name: str,
+    ns: str,
+    *,
+    node: str | None,
+    gpu: int,
+    phase: str,
+    resource: str = NVIDIA_GPU,
+    **spec_extra: Any,
+) -> Obj:
     res: Obj = {"requests": {"cpu": "8", "memory": "64Gi"}, "limits": {"memory": "64Gi"}}
     if gpu:
-        res["limits"]["nvidia.com/gpu"] = str(gpu)
+        res["limits"][resource] = str(gpu)
     container = {
         "name": "main", "image": "registry.example.com/train:2025.01", "resources": res,
         "command": ["python", "-m", "train"], "args": ["--epochs", "100", "--config", "/cfg"],
@@ -92,7 +124,8 @@ def pod(name: str, ns: str, *, node: str | None, gpu: int, phase: str, **spec_ex
     spec: Obj = {
         "containers": [container],
         "volumes": [{"name": f"vol-{i}", "emptyDir": {}} for i in range(4)],
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": [{"key": k, "operator": "Exists", "effect": "NoSchedule"}
+                        for k in ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron")],
         "serviceAccountName": "default", "restartPolicy": "Never", "schedulerName": "default-scheduler",
         "priority": 0,
     } | spec_extra  # fmt: skip
@@ -142,6 +175,8 @@ PENDING_KINDS = (
     "broken-driver",  # fits anywhere: the full pools and the broken nodes decide
     "pool-affinity",  # required node affinity on the L4 pool, which is full
     "quota-rejected",  # a Job whose pods the namespace quota rejected: no pod exists
+    "amd-full",  # 8 AMD GPUs: the MI300X pool runs full
+    "rdma-missing",  # GPUs and an RDMA device no node offers
 )
 
 
@@ -170,17 +205,22 @@ def cluster(
     rnd = random.Random(seed)
     objs: list[Obj] = [{"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(OPERATOR_NS)}]
     node_list: list[tuple[str, str, int, bool]] = []
+    resource_of: dict[str, str] = {}  # node -> the devices it offers
     start = 0
-    for pool, share, product, gpus in POOLS:
+    for pool, share, product, gpus, resource in POOLS:
         count = max(1, round(nodes * share))
         reserved = min(RESERVED, count // 4) if pool == "h100" else 0
         for i in range(count):
             if len(node_list) >= nodes:
                 break
             name = f"{pool}-{start + i:05d}"
-            broken = gpus > 0 and rnd.random() < 0.01
-            objs.append(node(name, pool, product, gpus, broken=broken, reserved=i < reserved))
-            node_list.append((name, pool, gpus, broken))
+            nvidia = resource == NVIDIA_GPU
+            broken = gpus > 0 and nvidia and rnd.random() < 0.01
+            objs.append(node(name, pool, product, gpus, broken=broken, reserved=i < reserved,
+                             resource=resource))  # fmt: skip
+            # only the NVIDIA pools run the GPU Operator's operands (below)
+            node_list.append((name, pool, gpus if nvidia else 0, broken))
+            resource_of[name] = resource
         start += count
     policy: Obj = {"kind": "ClusterPolicy", "apiVersion": "nvidia.com/v1",
               "metadata": _meta("cluster-policy"),
@@ -227,6 +267,11 @@ def cluster(
             objs.append(p)
             made += 1
     free = {n[0]: n[2] for n in gpu_nodes}
+    others = {  # the other vendors' pools: their free devices, per node
+        r: {n: int(c) for n, c in ((n, _cap(objs, n, r)) for n in names) if c}
+        for r in ("amd.com/gpu", "aws.amazon.com/neuroncore")
+        if (names := [n for n, res in resource_of.items() if res == r])
+    }
     pending: list[tuple[str, str]] = []
     workload = 0
     while made < pods:
@@ -245,12 +290,20 @@ def cluster(
                 extra["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-B200"}
             if why == "insufficient":
                 gpu = 16
+            if why == "amd-full":
+                extra["resource"] = "amd.com/gpu"
+                gpu = 8
+            if why == "rdma-missing":
+                extra["rdma"] = True
             if why == "pool-affinity":
                 expr = {"key": "node-pool", "operator": "In", "values": ["l4"]}
                 extra["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [{"matchExpressions": [expr]}]}}}  # fmt: skip
                 gpu = min(gpu, 4)
+            rdma = extra.pop("rdma", False)
             p = pod(pname, team, node=None, gpu=gpu, phase="Pending", **extra)
+            if rdma:
+                p["spec"]["containers"][0]["resources"]["limits"][RDMA] = "1"
             if why == "untolerated":
                 p["spec"]["tolerations"] = []
             p["status"]["conditions"] = [{
@@ -265,6 +318,15 @@ def cluster(
                          "message": p["status"]["conditions"][0]["message"],
                          "eventTime": TS, "series": {"count": 3, "lastObservedTime": TS}})  # fmt: skip
             pending.append((team, pname))
+        elif others and rnd.random() < 0.08:  # a pod of the AMD or Trainium pools
+            resource = rnd.choice(sorted(others))
+            pool_free = others[resource]
+            want = rnd.choice((1, 2, 4, 8)) if resource == "amd.com/gpu" else rnd.choice((2, 8, 32))
+            target = next((n for n, f in pool_free.items() if f >= want), None)
+            if target:
+                pool_free[target] -= want
+            objs.append(pod(pname, team, node=target, gpu=want if target else 0,
+                            phase="Running" if target else "Succeeded", resource=resource))  # fmt: skip
         else:
             target = None
             for _ in range(4):
@@ -297,3 +359,9 @@ def pinned(objs: list[Obj]) -> list[tuple[str, str]]:
         if o["kind"] == "Pod"
         and (o["spec"].get("nodeSelector") or {}).get(RESERVATION[0]) == RESERVATION[1]
     ]
+
+
+def _cap(objs: list[Obj], name: str, resource: str) -> str:
+    """A node's capacity of `resource`, from the objects made so far."""
+    found = next(o for o in objs if o["kind"] == "Node" and o["metadata"]["name"] == name)
+    return str(found["status"]["capacity"].get(resource, "0"))

@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from bot.alerts import Alerter, CycleResult
+from bot.core.alerts import Alerter, CycleResult
 from gpu_triage.metrics import Metrics
 from gpu_triage.service import TriageService
 
@@ -73,6 +73,7 @@ class AlertLoop:
             self.metrics.count_alerts(
                 posted=result.posted, updated=result.updated, resolved=result.resolved
             )
+            self.metrics.observe_held(sweep.cluster, result.held)
         for why in result.held:
             log.info("alert held back (%s): %s", sweep.cluster, why)
         return result

@@ -20,10 +20,13 @@ from gpu_triage.errors import (
     USER_ERRORS,
     exit_status,
 )
+from gpu_triage.extras import MissingExtraError, extra_for, require
+from gpu_triage.logs import configure
 
 COMMAND_MODULES = (
     "gpu_triage.cmd_triage",
     "gpu_triage.cmd_pending",
+    "gpu_triage.cmd_snapshot",
     "gpu_triage.cmd_incidents",
     "gpu_triage.cmd_bot",
     "gpu_triage.cmd_verify",
@@ -54,23 +57,31 @@ def _prog() -> str:
     return "kubectl gpu-triage" if Path(sys.argv[0]).name.startswith("kubectl-") else "gpu-triage"
 
 
-def _quiet_kubernetes_client(record: logging.LogRecord) -> bool:
-    return "kubernetes" not in record.pathname
+class _QuietKubernetesClient(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "kubernetes" not in record.pathname
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING)
-    if not args.debug:  # the kubernetes client logs auth failures we report as our one line
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(_quiet_kubernetes_client)
     try:
+        # The kubernetes client logs auth failures we report as our one line.
+        configure(command=args.command, debug=args.debug, quiet=_QuietKubernetesClient())
+        if getattr(args, "needs", None):  # an extra the command runs on (gpu_triage.extras)
+            require(args.needs, what=f"`{parser.prog} {args.command}`")
         code: int = args.handler(args)
         return code
     except USER_ERRORS as e:
         print(f"gpu-triage: error: {e}", file=sys.stderr)
         return exit_status(e)
+    except ModuleNotFoundError as e:
+        extra = extra_for(e.name or "")
+        if extra is None or args.debug:
+            raise
+        missing = MissingExtraError(extra=extra, what=f"`{parser.prog} {args.command}`")
+        print(f"gpu-triage: error: {missing}", file=sys.stderr)
+        return exit_status(missing)
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
         return EXIT_OK

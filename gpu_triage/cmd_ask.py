@@ -1,18 +1,21 @@
 """`gpu-triage ask "<question>"`: the FAQ, or a question answered with the triage checks.
 
 Without GPU_TRIAGE_LLM_PROVIDER (the default) a deterministic matcher answers; the cluster is
-opened only if the question needs it, so FAQ answers work with no kubeconfig at all.
+opened only if the question needs it, so FAQ answers work with no kubeconfig at all. The checks
+read through the same `TriageService` as every other command, with the shared cluster and
+engine flags (`--snapshot`, `--context`, `--operator-namespace`, ...).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from gpu_triage.errors import EXIT_OK, EXIT_USAGE, UserError
-from gpu_triage.output import add_output_arg, structured
+from gpu_triage.output import structured
+from gpu_triage.settings import settings_of
+from gpu_triage.sources import add_cluster_args, source_from
 
 
 def register(sub: Any) -> None:
@@ -25,54 +28,37 @@ def register(sub: Any) -> None:
     )
     p.add_argument("question", nargs="+", help="the question (quote it)")
     p.add_argument("-n", "--namespace", help="namespace for questions that name only a pod")
-    p.add_argument("--snapshot", help="read cluster state from `kubectl get … -o yaml|json` output")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context (default: current context)")
-    add_output_arg(p)
-    p.add_argument(
-        "--playbook", default=os.environ.get("GPU_TRIAGE_PLAYBOOK"), help="playbook YAML"
-    )
-    p.add_argument(
-        "--operator-namespace",
-        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE", "gpu-operator"),
-        help="namespace of the GPU Operator (default: gpu-operator)",
-    )
+    add_cluster_args(p)
     p.set_defaults(handler=ask)
 
 
 def ask(args: argparse.Namespace) -> int:
     from assist.ask import Assistant
-    from assist.checks import EngineBackend, LocalOperator
+    from assist.checks import LocalOperator
     from assist.provider import ProviderError, model_from_env
-    from gpu_triage.sources import open_source
-    from triage import ClusterSource, EngineConfig, load_playbook
+    from gpu_triage.service import TriageService
+    from triage import ClusterSource, load_playbook
     from triage.render import to_text
 
+    settings = settings_of(args)
     try:
-        model = model_from_env()
+        model = model_from_env(settings.llm)
     except ProviderError as e:
         raise UserError(str(e)) from None
     opened: list[ClusterSource] = []
 
-    def source() -> ClusterSource:
-        if not opened:
-            opened.append(
-                open_source(
-                    snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context
-                )
-            )
+    def source(cluster: str | None) -> ClusterSource:
+        if not opened:  # the flags name the one cluster a terminal reads
+            opened.append(source_from(args, settings=settings))
         return opened[0]
 
-    backend = EngineBackend(
+    service = TriageService(
         source_for=source,
-        config=EngineConfig(operator_namespace=args.operator_namespace),
-        playbook=load_playbook(args.playbook),
+        config=settings.engine_config(),
+        playbook=load_playbook(settings.playbook),
     )
-    default_ns = args.namespace
-    if default_ns is None and not args.snapshot:
-        default_ns = None  # the live source's context namespace is used once it is opened
-    answer = Assistant(backend=backend, model=model).ask(
-        " ".join(args.question), caller=LocalOperator(), default_namespace=default_ns
+    answer = Assistant(backend=service, model=model).ask(
+        " ".join(args.question), caller=LocalOperator(), default_namespace=args.namespace
     )
     if args.output in ("json", "yaml"):
         data: dict[str, Any] = {"kind": answer.kind, "intent": answer.intent, "text": answer.text}

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from types import FrameType
@@ -22,10 +20,20 @@ from gpu_triage.errors import UserError
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from slack_sdk import WebClient
+
     from assist.ask import Assistant
+    from bot.core.alerts import AlertConfig
+    from bot.core.policy import AccessPolicy
+    from bot.slack.app import TriageApp
+    from bot.slack.server import Server
+    from gpu_triage.alerting import AlertLoop
+    from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
+    from gpu_triage.settings import Settings
+    from incidents.store import IncidentStore
     from kube.cache import CachedSource
-    from triage import ClusterSource, SourceStatus
+    from triage import ClusterSource, Playbook, SourceStatus
 
 log = logging.getLogger(__name__)
 
@@ -58,24 +66,16 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: current context)")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, needs="bot")
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: slack-bolt, SQLAlchemy and the app modules cost ~0.6 s that every other
     # `gpu-triage` command would otherwise pay at startup.
-    from slack_bolt.error import BoltError
-    from slack_sdk.errors import SlackApiError, SlackClientError
-
-    from bot.app import create_app
-    from bot.messages import NO_POLICY_NOTICE
-    from bot.policy import PolicyError, load_policy
-    from bot.server import Server
+    from bot.slack.messages import NO_POLICY_NOTICE
     from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import load_settings
-    from incidents.store import IncidentStore
-    from triage import EngineConfig, load_playbook
 
     settings = load_settings(
         port=args.port,
@@ -87,94 +87,46 @@ def run(args: argparse.Namespace) -> int:
         cluster_name=args.cluster_name,
         clusters=args.clusters,
     )
-    try:
-        policy = load_policy(settings.access_policy)
-    except PolicyError as e:
-        raise UserError(str(e)) from None
-    if policy.empty:
-        log.warning("%s", NO_POLICY_NOTICE)
-        print(f"gpu-triage bot: warning: {NO_POLICY_NOTICE}", file=sys.stderr, flush=True)
-    playbook = load_playbook(settings.playbook)
+    policy = _policy(settings)
+    playbook = _playbook(settings)
     alerts = _alerts_config(settings.alerts)
-    # The bot migrates its database at start unless GPU_TRIAGE_AUTO_MIGRATE=0 (e.g. when a
-    # deployment runs `gpu-triage db upgrade` as a separate step).
-    auto = os.environ.get("GPU_TRIAGE_AUTO_MIGRATE", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
-    store = IncidentStore.open(settings.database_url, auto_migrate=auto)
-    read_only = store.check_writable()
-    if read_only is not None:
-        # Degraded, not refused: commands are answered (and say they were not recorded), the
-        # incident history can be read, /readyz says so.
-        log.warning("%s: running degraded, nothing is recorded", read_only)
-        print(f"gpu-triage bot: warning: {read_only}: running degraded, nothing is recorded",
-              file=sys.stderr, flush=True)  # fmt: skip
+    store = _store(settings)
     clusters = _sources(settings, args)
     metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
         source_for=clusters.source_for,
-        config=EngineConfig(operator_namespace=settings.operator_namespace),
+        config=settings.engine_config(),
         playbook=playbook,
         store=store,
         metrics=metrics,
         statuses=clusters.statuses,
     )
-    assistant = _assistant(clusters.source_for, service)
-    try:
-        app = create_app(settings, service=service, store=store, policy=policy, assistant=assistant)
-    except (BoltError, SlackApiError, SlackClientError, OSError) as e:  # auth.test at start
-        raise UserError(
-            f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
-        ) from None
-    app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    try:
-        server = Server(
-            app,
-            host=args.host,
-            port=settings.port,
-            metrics=metrics.render,
-            app_token=app_token,
-            not_ready=clusters.not_ready,
-            threads=settings.http_threads,
-            notice=NO_POLICY_NOTICE if policy.empty else None,
-        )
-    except OSError as e:
-        app.close()
-        raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
+    app = _app(settings, service=service, store=store, policy=policy)
+    server = _server(
+        app, args=args, settings=settings, metrics=metrics, clusters=clusters,
+        notice=NO_POLICY_NOTICE if policy.empty else None,
+    )  # fmt: skip
+    stop_metrics = _serve_metrics(metrics, host=args.host, port=settings.metrics_port, app=app)
 
     loop = None
     if alerts is not None:
-        from bot.alerts import Alerter
-        from gpu_triage.alerting import AlertLoop
-
-        alerter = Alerter(client=app.client, groups=store.groups, config=alerts)
-        loop = AlertLoop(
-            service=service,
-            alerter=alerter,
-            metrics=metrics,
-            interval=alerts.interval_seconds,
-            clusters=clusters.watched,
-        )
+        loop = _alert_loop(app, alerts, service=service, metrics=metrics, clusters=clusters)
         loop.start()
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    mode = "Socket Mode" if app_token else f"http://{args.host}:{server.port}/slack/events"
-    print(
-        f"gpu-triage bot: replica {app.relay.owner} serving {clusters.description} via {mode}; "
-        f"health on :{server.port}/healthz"
-        + (
-            f"; alerts to {len(alerts.channels)} channel(s), sweep every {alerts.interval_seconds:g}s"
-            if alerts is not None
-            else ""
-        ),
-        flush=True,
+    mode = (
+        "Socket Mode" if settings.socket_mode else f"http://{args.host}:{server.port}/slack/events"
     )
+    log.info(
+        "replica %s serving %s via %s; health on :%s/healthz; metrics on :%s/metrics%s",
+        app.dispatcher.relay.owner, clusters.description, mode, server.port,
+        settings.metrics_port or server.port,
+        f"; alerts to {len(alerts.channels)} channel(s), sweep every "
+        f"{alerts.interval_seconds:g}s" if alerts is not None else "",
+    )  # fmt: skip
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -183,15 +135,163 @@ def run(args: argparse.Namespace) -> int:
         if loop is not None:
             loop.stop()
         server.stop()
+        stop_metrics()
         clusters.close()
     return 0
 
 
-def _alerts_config(path: str | None) -> Any:
+def slack_client(settings: Settings) -> WebClient:
+    """The Web API client: slack_sdk's own retry handlers for a refused connection, 429 (after
+    its Retry-After) and 5xx, so a Slack hiccup delays an answer instead of losing it."""
+    from slack_sdk import WebClient
+    from slack_sdk.http_retry import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+    from slack_sdk.http_retry.builtin_handlers import ServerErrorRetryHandler  # 500 and 503
+
+    return WebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.api_base_url,
+        retry_handlers=[
+            ConnectionErrorRetryHandler(max_retry_count=2),
+            RateLimitErrorRetryHandler(max_retry_count=3),
+            ServerErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+def _serve_metrics(
+    metrics: Metrics, *, host: str, port: int | None, app: TriageApp
+) -> Callable[[], None]:
+    """/metrics on its own port when GPU_TRIAGE_METRICS_PORT asks; how to stop it."""
+    if port is None:
+        return lambda: None
+    try:
+        stop: Callable[[], None] = metrics.serve(host=host, port=port)
+    except OSError as e:
+        app.close()
+        raise UserError(f"cannot listen on {host}:{port} for metrics: {e.strerror}") from None
+    return stop
+
+
+def _policy(settings: Settings) -> AccessPolicy:
+    """The access policy, its ids checked as Slack's; a warning when it lets nobody in."""
+    from bot.core.policy import PolicyError
+    from bot.slack.ids import load_policy
+    from bot.slack.messages import NO_POLICY_NOTICE
+
+    try:
+        policy = load_policy(settings.access_policy)
+    except PolicyError as e:
+        raise UserError(str(e)) from None
+    if policy.empty:
+        log.warning("%s", NO_POLICY_NOTICE)
+    return policy
+
+
+def _playbook(settings: Settings) -> Playbook:
+    """The playbook, its owner routes' user groups checked as Slack's (the engine takes any)."""
+    from bot.slack.ids import PlaybookIdError, check_playbook
+    from triage import load_playbook
+
+    playbook = load_playbook(settings.playbook)
+    try:
+        check_playbook(playbook)
+    except PlaybookIdError as e:
+        raise UserError(str(e)) from None
+    return playbook
+
+
+def _store(settings: Settings) -> IncidentStore:
+    """The incident store, migrated at start unless GPU_TRIAGE_AUTO_MIGRATE is off (e.g. when
+    a deployment runs `gpu-triage db upgrade` as a separate step)."""
+    store = settings.open_store(migrate=True)
+    read_only = store.check_writable()
+    if read_only is not None:
+        # Degraded, not refused: commands are answered (and say they were not recorded), the
+        # incident history can be read, /readyz says so.
+        log.warning("%s: running degraded, nothing is recorded", read_only)
+    return store
+
+
+def _app(
+    settings: Settings, *, service: TriageService, store: IncidentStore, policy: AccessPolicy
+) -> TriageApp:
+    """The Slack app; Slack refusing the token (auth.test at start) is one line."""
+    from slack_bolt.error import BoltError
+    from slack_sdk.errors import SlackApiError, SlackClientError
+
+    from bot.slack.app import create_app
+
+    assistant = _assistant(settings, service)
+    try:
+        return create_app(settings, service=service, store=store, policy=policy,
+                          assistant=assistant, client=slack_client(settings))  # fmt: skip
+    except (BoltError, SlackApiError, SlackClientError, OSError) as e:
+        raise UserError(
+            f"Slack rejected SLACK_BOT_TOKEN or is unreachable: {_one_line(e)}"
+        ) from None
+
+
+def _server(
+    app: TriageApp,
+    *,
+    args: argparse.Namespace,
+    settings: Settings,
+    metrics: Metrics,
+    clusters: Clusters,
+    notice: str | None,
+) -> Server:
+    from bot.slack.server import Server
+
+    app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
+    apart = settings.metrics_port is not None
+    if apart and settings.metrics_port == settings.port:
+        app.close()
+        raise UserError("GPU_TRIAGE_METRICS_PORT is malformed: must differ from PORT")
+    try:
+        return Server(
+            app,
+            host=args.host,
+            port=settings.port,
+            metrics=None if apart else metrics.render,
+            app_token=app_token,
+            not_ready=clusters.not_ready,
+            threads=settings.http_threads,
+            notice=notice,
+        )
+    except OSError as e:
+        app.close()
+        raise UserError(f"cannot listen on {args.host}:{settings.port}: {e.strerror}") from None
+
+
+def _alert_loop(
+    app: TriageApp,
+    alerts: AlertConfig,
+    *,
+    service: TriageService,
+    metrics: Metrics,
+    clusters: Clusters,
+) -> AlertLoop:
+    """Watch mode: every interval a sweep of each watched cluster, alerts posted to Slack."""
+    from bot.core.alerts import Alerter
+    from bot.slack.alerts import SlackAlerts
+    from gpu_triage.alerting import AlertLoop
+
+    assert service.store is not None
+    alerter = Alerter(sink=SlackAlerts(app.client), groups=service.store.groups, config=alerts)
+    return AlertLoop(
+        service=service,
+        alerter=alerter,
+        metrics=metrics,
+        interval=alerts.interval_seconds,
+        clusters=clusters.watched,
+    )
+
+
+def _alerts_config(path: str | None) -> AlertConfig | None:
     """The alerts file, read and checked at start (None: watch mode off)."""
     if not path:
         return None
-    from bot.alerts import AlertConfigError, load_alerts
+    from bot.core.alerts import AlertConfigError, load_alerts
 
     try:
         return load_alerts(path)
@@ -199,24 +299,19 @@ def _alerts_config(path: str | None) -> Any:
         raise UserError(str(e)) from None
 
 
-def _assistant(
-    source_for: Callable[[str | None], ClusterSource], service: TriageService
-) -> Assistant:
-    """`/gpu ask` and triage summaries; a chat model only if GPU_TRIAGE_LLM_PROVIDER is set."""
+def _assistant(settings: Settings, service: TriageService) -> Assistant:
+    """`/gpu ask` and triage summaries; a chat model only if GPU_TRIAGE_LLM_PROVIDER is set.
+    Its checks read through the bot's own service, in the cluster each question is about."""
     from assist.ask import Assistant
-    from assist.checks import EngineBackend
     from assist.provider import ProviderError, model_from_env
 
     try:
-        model = model_from_env()
+        model = model_from_env(settings.llm)
     except ProviderError as e:
         raise UserError(str(e)) from None
-    backend = EngineBackend(
-        source_for=lambda: source_for(None), config=service.config, playbook=service.playbook
-    )
     if model is not None:
         log.info("assistant: chat model %s configured", type(model).__name__)
-    return Assistant(backend=backend, model=model)
+    return Assistant(backend=service, model=model)
 
 
 @dataclass

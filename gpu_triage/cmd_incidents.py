@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from gpu_triage.output import add_output_arg, structured
+from gpu_triage.settings import settings_of
 from incidents.errors import IncidentNotFoundError
 from incidents.values import Incident, IncidentStatus, Stats, TriageRun
 from triage.model import LAYER_ORDER, Layer
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     up = db_sub.add_parser("upgrade", help="create or upgrade the schema (alembic upgrade head)")
     _common(up, formats=False, migrate=False)
-    up.set_defaults(handler=_upgrade)
+    up.set_defaults(handler=_upgrade, needs="incidents")
 
     ls = subparsers.add_parser("incidents", help="list incidents, newest first")
     ls.add_argument("--status", choices=[s.value for s in IncidentStatus], help="filter by status")
@@ -44,17 +45,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-A", "--all-namespaces", action="store_true", help="every namespace (the default)"
     )
     _common(ls)
-    ls.set_defaults(handler=_list)
+    ls.set_defaults(handler=_list, needs="incidents")
 
     one = subparsers.add_parser("incident", help="one incident and its triage runs")
     one.add_argument("id", type=_positive, metavar="ID", help="incident id")
     _common(one)
-    one.set_defaults(handler=_show)
+    one.set_defaults(handler=_show, needs="incidents")
 
     st = subparsers.add_parser("stats", help="incidents per layer, open now, time to resolve")
     _cluster_arg(st)
     _common(st)
-    st.set_defaults(handler=_stats)
+    st.set_defaults(handler=_stats, needs="incidents")
 
 
 def _cluster_arg(parser: argparse.ArgumentParser) -> None:
@@ -91,20 +92,21 @@ def _positive(text: str) -> int:
 
 
 def _open(args: argparse.Namespace) -> IncidentStore:
-    from incidents.store import IncidentStore  # SQLAlchemy/Alembic load only when needed
-
-    return IncidentStore.open(args.database_url, auto_migrate=args.auto_migrate)
+    """The store `--database-url` (else the settings) names; migrated first only with
+    `--auto-migrate` or GPU_TRIAGE_AUTO_MIGRATE on."""
+    return settings_of(args).open_store(migrate=False)
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from incidents.database import display_name, resolve_url
-    from incidents.store import IncidentStore
+    from incidents.database import display_name
+    from incidents.store import IncidentStore  # SQLAlchemy/Alembic load only when needed
 
-    with IncidentStore.from_url(args.database_url) as store:
+    settings = settings_of(args)
+    with IncidentStore.from_url(settings.store_url, timeouts=settings.store_timeouts) as store:
         before = store.current_revision()
         store.upgrade()
         after = store.current_revision()
-    where = display_name(resolve_url(args.database_url))
+    where = display_name(settings.store_url)
     if before == after:
         print(f"{where}: schema already at {after}")
     else:
@@ -180,7 +182,7 @@ def _list(args: argparse.Namespace) -> int:
             i.owner_team or "-",
         ]
         if wide:
-            thread = f"{i.channel} {i.thread_ts}" if i.thread_ts else "-"
+            thread = f"{i.channel} {i.thread}" if i.thread else "-"
             row += [i.cluster, thread, i.headline]
         rows.append(row)
     print(_table(rows, right={0, 5}))
@@ -231,8 +233,9 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
         by = f" by {i.resolved_by}" if i.resolved_by else ""
         took = _duration((i.resolved_at - i.opened_at).total_seconds())
         lines.append(f"  Resolved:     {_time(i.resolved_at)}{by}{how}, after {took}")
-    if i.channel or i.thread_ts:
-        lines.append(f"  Slack:        channel {i.channel or '-'}, thread {i.thread_ts or '-'}")
+    if i.channel or i.thread:
+        chat = (i.chat or "chat").capitalize() + ":"
+        lines.append(f"  {chat:<14}channel {i.channel or '-'}, thread {i.thread or '-'}")
     lines.append(f"  Fingerprint:  {i.fingerprint}")
     lines.append("")
     lines.append(f"Runs ({len(runs)}):")

@@ -8,8 +8,11 @@ import time
 from typing import Any
 
 from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
+from gpu_triage.extras import require
 from gpu_triage.output import structured
-from gpu_triage.record import record
+from gpu_triage.record import VIA, recorded, recording_service, summary, who
+from gpu_triage.service import Asked
+from gpu_triage.settings import CommonSettings, settings_of
 from gpu_triage.sources import add_cluster_args, source_from
 from triage import ClusterSource, EngineConfig, Playbook, TriageReport, load_playbook, triage
 from triage.fleet import MEMBERS_SHOWN, Group, Sweep, SweepSource, sweep, waited
@@ -48,29 +51,48 @@ def register(sub: Any) -> None:
 
 
 def pending(args: argparse.Namespace) -> int:
-    source = source_from(args, read_ahead="sweep" if args.all_namespaces else "triage")
+    if args.record:  # before any work: the store is an extra
+        require("incidents", what="--record")
+    settings = settings_of(args)
+    source = source_from(
+        args, settings=settings, read_ahead="sweep" if args.all_namespaces else "triage"
+    )
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]
-    config = EngineConfig(operator_namespace=args.operator_namespace)
-    playbook = load_playbook(args.playbook)
+    config, playbook = settings.engine_config(), load_playbook(settings.playbook)
     started = time.perf_counter()
     result = sweep(source, namespaces=namespaces, config=config, playbook=playbook)
-    recorded = None
+    said = None
     if args.record:
         reports = _full_reports(source, result, config=config, playbook=playbook)
         took = (time.perf_counter() - started) * 1000 / max(len(reports), 1)
-        recorded = record(reports, database_url=args.database_url, ms=took)
+        said = _record(source, reports, settings=settings, took=took)
     scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
     shown = MEMBERS_SHOWN if args.output != "wide" else None
-    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown))
-    if recorded:
-        print(recorded, file=sys.stderr)
+    notes = source.coverage_notes()  # what the snapshot lacks, as every report says
+    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown, notes=notes))
+    if said:
+        print(said, file=sys.stderr)
     if not args.exit_code:
         return EXIT_OK
     if result.groups:
         return EXIT_BLOCKED
     return EXIT_OK if result.complete else EXIT_INCOMPLETE
+
+
+def _record(
+    source: ClusterSource, reports: list[TriageReport], *, settings: CommonSettings, took: float
+) -> str:
+    """The reports recorded through the `TriageService` the bot uses; the line saying what
+    that did."""
+    with recording_service(source, settings=settings, record=True) as (service, store):
+        assert store is not None
+        runs = [
+            recorded(service.record(r, asked=Asked(who(), via=VIA), duration_ms=took))
+            for r in reports
+        ]
+        return summary(runs, where=store.display_url)
 
 
 def _full_reports(
@@ -92,10 +114,12 @@ def _full_reports(
     ]
 
 
-def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> str:
-    """People's view of a sweep; `shown` members per group (None: every one)."""
+def to_text(
+    result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN, notes: list[str] | None = None
+) -> str:
+    """People's view of a sweep; `shown` members per group (None: every one); `notes` last."""
     head = (
-        f"{result.workloads} stuck GPU workload(s), {result.gpus} GPU(s) waiting, "
+        f"{result.workloads} stuck workload(s), {result.gpus} GPU(s) waiting, "
         f"{len(result.groups)} cause(s) in {scope} (cluster {result.cluster})"
     )
     lines = [head]
@@ -114,16 +138,21 @@ def to_text(result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN) -> 
     if incomplete:
         lines += ["INCOMPLETE: what follows is not the whole picture", *incomplete]
     if not result.groups and not incomplete:
-        lines.append("nothing stuck: every GPU workload in scope runs or waits for nothing")
+        lines.append("nothing stuck: every workload in scope runs or waits for nothing")
     elif not result.groups:
         lines.append("no stuck workload found among what could be read and judged")
     for i, group in enumerate(result.groups, 1):
         lines += ["", *_group_lines(i, group, result, shown=shown)]
     if result.waiting:
         names = ", ".join(f"{m.namespace}/{m.name}" for m in result.waiting[:shown])
-        lines += ["", f"waiting, nothing blocks them (a node on its way, preemption): {names}"]
+        lines += [
+            "",
+            f"not blocked at any layer (a node on its way, preemption, or the pod's own problem): {names}",
+        ]
     for m in result.unknown[:shown]:
         lines += ["", f"unknown: {m.namespace}/{m.name} ({m.kind}, {m.gpus} GPU): {m.headline}"]
+    if notes:
+        lines += ["", *(f"Note: {note}" for note in notes)]
     return "\n".join(lines)
 
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from gpu_triage.errors import EXIT_OK, answer_status
+from gpu_triage.extras import require
 from gpu_triage.output import add_output_arg, structured
-from gpu_triage.record import record
+from gpu_triage.record import VIA, recorded, recording_service, summary, who
+from gpu_triage.settings import settings_of
 from gpu_triage.sources import add_cluster_args, add_engine_args, source_from
-from triage import EngineConfig, load_playbook, load_snapshot, triage
+from triage import load_playbook, load_snapshot, triage
 from triage.fleet import stuck_workloads
 from triage.render import to_text
 
@@ -51,26 +52,29 @@ def register(sub: Any) -> None:
     d.set_defaults(handler=demo)
 
 
-def _config(args: argparse.Namespace) -> EngineConfig:
-    return EngineConfig(operator_namespace=args.operator_namespace)
-
-
 def why_pending(args: argparse.Namespace) -> int:
-    source = source_from(args, read_ahead="triage")
+    """One triage through the `TriageService` the bot uses (recorded with `--record`)."""
+    if args.record:  # before any work: the store is an extra
+        require("incidents", what="--record")
+    settings = settings_of(args)
+    source = source_from(args, settings=settings, read_ahead="triage")
     namespace = args.namespace or source.default_namespace or "default"
-    started = time.perf_counter()
-    report = triage(
-        source,
-        namespace=namespace,
-        name=args.name,
-        config=_config(args),
-        playbook=load_playbook(args.playbook),
-    )
-    took = (time.perf_counter() - started) * 1000
-    recorded = record([report], database_url=args.database_url, ms=took) if args.record else None
+    with recording_service(source, settings=settings, record=args.record) as (service, store):
+        run = recorded(
+            service.run(
+                cluster=None,
+                namespace=namespace,
+                name=args.name,
+                requested_by=who(),
+                via=VIA,
+                nodes=args.output in ("json", "yaml"),  # scripts: every node; people: findings
+            )
+        )
+        said = None if store is None else summary([run], where=store.display_url)
+    report = run.report
     print(structured(report, args.output) or to_text(report))
-    if recorded:
-        print(recorded, file=sys.stderr)
+    if said:
+        print(said, file=sys.stderr)
     return answer_status(report.answer) if args.exit_code else EXIT_OK
 
 
@@ -81,10 +85,14 @@ def demo_snapshot() -> Path:
 def demo(args: argparse.Namespace) -> int:
     path = args.snapshot or demo_snapshot()
     source = load_snapshot(path, cluster_name="demo" if not args.snapshot else None)
-    playbook = load_playbook(args.playbook)
+    settings = settings_of(args)
+    config, playbook = settings.engine_config(), load_playbook(settings.playbook)
+    # the tenants' GPU workloads, once each (the fleet view also lists the stack's own pods
+    # and every place a workload is stuck: `pending -A`)
+    workloads = dict.fromkeys((s.namespace, s.name) for s in stuck_workloads(source) if s.gpus)
     reports = [
-        triage(source, namespace=ns, name=name, config=_config(args), playbook=playbook)
-        for ns, name in ((s.namespace, s.name) for s in stuck_workloads(source))
+        triage(source, namespace=ns, name=name, config=config, playbook=playbook)
+        for ns, name in workloads
     ]
     data = structured(reports, args.output)
     if data is not None:

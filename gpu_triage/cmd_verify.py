@@ -8,14 +8,14 @@ makes; it is refused unless writes are enabled (`--allow-writes` or GPU_TRIAGE_A
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from gpu_triage.errors import UserError
 from gpu_triage.output import structured
+from gpu_triage.settings import settings_of
 from gpu_triage.sources import add_cluster_args, source_from
-from triage import EngineConfig, MemorySource, load_playbook
+from triage import MemorySource, load_playbook
 from triage.cluster.source import ClusterSource
 from triage.verify.node import (
     CheckStatus,
@@ -77,7 +77,6 @@ def register(sub: Any) -> None:
     _common(f)
     f.add_argument(
         "--access-policy",
-        default=os.environ.get("GPU_TRIAGE_ACCESS_POLICY"),
         help="the Slack bot's access policy to check too ($GPU_TRIAGE_ACCESS_POLICY)",
     )
     f.set_defaults(handler=preflight_cmd)
@@ -109,10 +108,8 @@ def _source(args: argparse.Namespace) -> ClusterSource:
 
 
 def _engine(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "config": EngineConfig(operator_namespace=args.operator_namespace),
-        "playbook": load_playbook(args.playbook),
-    }
+    settings = settings_of(args)
+    return {"config": settings.engine_config(), "playbook": load_playbook(settings.playbook)}
 
 
 def _client(source: ClusterSource) -> RawClient | None:
@@ -140,7 +137,7 @@ def _with_probes(
         image=args.test_pod_image,
         timeout=args.test_pod_timeout,
     )
-    playbook = load_playbook(args.playbook)
+    playbook = load_playbook(settings_of(args).playbook)
     out = []
     for r in results:
         res = probe.run(r.node)
@@ -215,7 +212,7 @@ def preflight_cmd(args: argparse.Namespace) -> int:
         from kube.access import missing_permissions
 
         result = result.with_permissions(missing_permissions(client))
-    result, policy_line = _with_policy(result, args.access_policy)
+    result, policy_line = _with_policy(result, settings_of(args).access_policy)
     data = structured(result, args.output)
     if data is not None:
         print(data)
@@ -229,8 +226,9 @@ def preflight_cmd(args: argparse.Namespace) -> int:
 def _with_policy(result: Preflight, path: str | None) -> tuple[Preflight, str | None]:
     """The bot's access policy, checked before it is deployed: a file that does not load is
     a problem, none at all (or one granting nobody) a warning."""
-    from bot.messages import NO_POLICY_NOTICE
-    from bot.policy import PolicyError, load_policy
+    from bot.core.policy import PolicyError
+    from bot.slack.ids import load_policy
+    from bot.slack.messages import NO_POLICY_NOTICE
 
     try:
         policy = load_policy(path)

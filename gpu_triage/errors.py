@@ -3,6 +3,7 @@ gives (documented in the README: scripts branch on them, as they do on kubectl's
 
 from __future__ import annotations
 
+from gpu_triage.extras import MissingExtraError
 from incidents.errors import IncidentStoreError, StoreUnavailableError
 from triage import InvalidNameError, PlaybookError, SourceError
 from triage.cluster.source import DeadlineExceededError, ReadFailedError
@@ -20,11 +21,13 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     InvalidNameError,
     PlaybookError,
     IncidentStoreError,  # database down / not migrated, unknown incident, bad status change
+    MissingExtraError,  # `gpu-triage bot` on an install without the `bot` extra
 )
 
 EXIT_OK = 0  # the command completed (a triage ran, whatever it found; checks passed)
 EXIT_BLOCKED = 1  # with --exit-code: something is blocked; verify/preflight: a check failed
-EXIT_USAGE = 2  # bad flags or input: an invalid name, no such pod, namespace or incident
+EXIT_USAGE = 2  # bad flags or input: an invalid name, no such pod, namespace or incident; an
+# extra the command needs is not installed
 EXIT_CLUSTER = 3  # the cluster could not be read: unreachable, credentials rejected, forbidden
 EXIT_STORE = 4  # the incident database is down or not initialised
 EXIT_INCOMPLETE = 5  # with --exit-code: nothing found blocked, but a layer could not be judged

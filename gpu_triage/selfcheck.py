@@ -11,8 +11,9 @@ then imports each module it found and loads the data files the bot reads at star
 bundled playbook, the migration scripts). Nothing is listed by hand.
 
 Imports that may be missing on purpose are not followed: those under `if TYPE_CHECKING:`,
-those inside a `try` that catches ImportError, and the packages of optional extras
-(`gpu-triage[llm]`).
+those inside a `try` that catches ImportError, and the packages of the extras the bot does
+not run on (`gpu-triage[llm]`). The bot's own extra, `gpu-triage[bot]`, is required: the
+image installs it, and a CLI-only install (`pipx install gpu-triage`) is told it lacks it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from gpu_triage.extras import modules_of
 
 DIST = "gpu-triage"
 ENTRY = "gpu_triage.cli"
@@ -55,12 +58,12 @@ def first_party() -> set[str]:
 
 
 def optional_packages() -> set[str]:
-    """Import names of requirements that only an extra pulls in (e.g. langchain_core)."""
-    names: set[str] = set()
-    for req in importlib.metadata.requires(DIST) or []:
-        if "extra ==" in req:
-            names.add(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0].lower().replace("-", "_"))
-    return names
+    """Import names of requirements that only an extra the bot does not run on pulls in (e.g.
+    langchain_core, `gpu-triage[llm]`). The bot's own extra (`gpu-triage[bot]`, with the
+    incident store) is what the image installs: its packages must be there."""
+    extras = importlib.metadata.metadata(DIST).get_all("Provides-Extra") or []
+    required = set(modules_of("bot"))
+    return {m for e in extras if e not in ("bot", "dev") for m in modules_of(e)} - required
 
 
 def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[tuple[str, list[str]]]:

@@ -1,8 +1,13 @@
 """One triage, end to end, for every adapter: read the cluster, explain, time, record, count.
 
-The CLI and the Slack bot both call `TriageService.run`. Engine errors (bad name, unknown pod,
-unreachable cluster) propagate: the caller owns the wording. A failure of the incident store
-never hides the answer: the report comes back with `store_error` set, and the failure is logged.
+The Slack bot, the CLI's `--record` and `ask` (in a terminal or in Slack, with or without a
+language model) all go through `TriageService`, with the cluster passed through: `run` is a
+recorded triage, `report` the engine's answer alone (what `ask`'s checks read), `record` the
+recording half of `run` (the CLI's `pending --record` triages a sweep's workloads itself).
+
+Engine errors (bad name, unknown pod, unreachable cluster) propagate: the caller owns the
+wording. A failure of the incident store never hides the answer: the report comes back with
+`store_error` set, and the failure is logged.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Protocol
 
-from gpu_triage.metrics import Metrics
 from incidents.errors import IncidentStoreError
 from incidents.values import Incident
 from triage import ClusterSource, EngineConfig, Playbook, SourceStatus, TriageReport
@@ -23,6 +27,7 @@ from triage.fleet import FleetMemo, Sweep, sweep
 from triage.verify.node import NodeVerification, verify_node
 
 if TYPE_CHECKING:
+    from gpu_triage.metrics import Metrics  # prometheus_client: the bot's extra
     from incidents.store import IncidentStore  # SQLAlchemy loads only when a store is used
 
 log = logging.getLogger(__name__)
@@ -37,10 +42,21 @@ class TriageFn(Protocol):
         name: str,
         config: EngineConfig | None = None,
         playbook: Playbook | None = None,
+        nodes: bool = False,
     ) -> TriageReport: ...
 
 
 SourceFor = Callable[[str | None], ClusterSource]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Who asked for a triage (None: nobody known), in which channel, and through what: the
+    chat's name (`slack`), or `cli`."""
+
+    by: str | None
+    channel: str | None = None
+    via: str = "slack"
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,20 @@ class TriageService:
         self._memos: dict[str, tuple[Lock, FleetMemo]] = {}
         self._memo_lock = Lock()
 
+    def report(
+        self, *, cluster: str | None, namespace: str, name: str, nodes: bool = False
+    ) -> TriageReport:
+        """The engine's answer for one workload of `cluster` (None: the default), neither
+        timed nor recorded; with `nodes`, every node's figures (`TriageReport.nodes`)."""
+        return self._triage(
+            self.source_for(cluster),
+            namespace=namespace,
+            name=name,
+            config=self.config,
+            playbook=self.playbook,
+            nodes=nodes,
+        )
+
     def run(
         self,
         *,
@@ -92,20 +122,30 @@ class TriageService:
         name: str,
         requested_by: str | None,
         channel: str | None = None,
+        via: str = "slack",
+        nodes: bool = False,
     ) -> TriageRun:
+        """A triage timed, counted and recorded (`via`: the chat it was asked in, or "cli")."""
         started = self._timer()
-        source = self.source_for(cluster)
-        report = self._triage(
-            source, namespace=namespace, name=name, config=self.config, playbook=self.playbook
-        )
+        report = self.report(cluster=cluster, namespace=namespace, name=name, nodes=nodes)
         duration_ms = (self._timer() - started) * 1000.0
         if self.metrics is not None:
             self.metrics.observe(report, duration_ms=duration_ms)
+        asked = Asked(requested_by, channel, via)
+        return self.record(report, asked=asked, duration_ms=duration_ms)
+
+    def record(self, report: TriageReport, *, asked: Asked, duration_ms: float) -> TriageRun:
+        """Record a triage made elsewhere; a store failure is the run's `store_error`."""
         if self.store is None:
             return TriageRun(report, None, False, None, duration_ms)
+        namespace, name = report.pod.namespace, report.pod.name
         try:
             result = self.store.record(
-                report, requested_by=requested_by, duration_ms=duration_ms, channel=channel
+                report,
+                requested_by=asked.by,
+                duration_ms=duration_ms,
+                channel=asked.channel,
+                source=asked.via,
             )
         except IncidentStoreError as e:
             log.error("triage of %s/%s not recorded: %s", namespace, name, e)
@@ -141,6 +181,10 @@ class TriageService:
         if self.metrics is not None and namespaces is None:
             self.metrics.observe_sweep(result, duration_ms=(self._timer() - started) * 1000.0)
         return result
+
+    def source(self, cluster: str | None) -> ClusterSource:
+        """What `cluster` (None: the default) is read through."""
+        return self.source_for(cluster)
 
     def cluster_name(self, cluster: str | None) -> str:
         """The name of the cluster `cluster` selects (None: the default); LookupError when

@@ -1,15 +1,13 @@
-"""Chooses where cluster state comes from: a snapshot path, or the live cluster."""
+"""Chooses where cluster state comes from (a snapshot path, or the live cluster), and the flags
+every command that reads a cluster shares."""
 
 from __future__ import annotations
 
 import argparse
-import os
 
-from gpu_triage.errors import UserError
 from gpu_triage.output import add_output_arg
+from gpu_triage.settings import DEFAULT_TIMEOUT, CommonSettings, settings_of
 from triage import ClusterSource, load_snapshot
-
-DEFAULT_TIMEOUT = 120.0  # seconds a command may spend reading a live cluster
 
 
 def _seconds(text: str) -> float:
@@ -28,24 +26,21 @@ def _chunk(text: str) -> int:
     return int(text)
 
 
-def env_timeout() -> float:
-    """GPU_TRIAGE_TIMEOUT, or the default; a bad value is a one-line error."""
-    raw = os.environ.get("GPU_TRIAGE_TIMEOUT")
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        return _seconds(raw)
-    except argparse.ArgumentTypeError as e:
-        raise UserError(f"GPU_TRIAGE_TIMEOUT {e}") from None
-
-
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
     """--snapshot / --kubeconfig / --context / --timeout / --chunk-size / -o / --playbook /
     --operator-namespace."""
     p.add_argument(
         "--snapshot",
-        help="read cluster state from `kubectl get … -o yaml|json` output (file or folder)",
+        help="read cluster state from a snapshot: `gpu-triage snapshot` output (folder or "
+        ".tar.gz) or `kubectl get … -o yaml|json` output (file or folder)",
     )
+    add_live_args(p)
+    add_output_arg(p)
+    add_engine_args(p)
+
+
+def add_live_args(p: argparse.ArgumentParser) -> None:
+    """--kubeconfig / --context / --timeout / --chunk-size: how to read a live cluster."""
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument(
         "--context",
@@ -69,21 +64,14 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
         help="objects per page when listing a live cluster, as kubectl's --chunk-size "
         "(default 500)",
     )
-    add_output_arg(p)
-    add_engine_args(p)
 
 
 def add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--playbook",
-        default=os.environ.get("GPU_TRIAGE_PLAYBOOK"),
-        help="playbook YAML (default: bundled)",
-    )
+    p.add_argument("--playbook", help="playbook YAML ($GPU_TRIAGE_PLAYBOOK; default: bundled)")
     p.add_argument(
         "--operator-namespace",
-        default=os.environ.get("GPU_TRIAGE_OPERATOR_NAMESPACE") or None,
-        help="namespace of the GPU Operator (default: found from the cluster: ClusterPolicy "
-        "status, the DaemonSets it owns, its operands' labels)",
+        help="namespace of the GPU Operator ($GPU_TRIAGE_OPERATOR_NAMESPACE; default: found "
+        "from the cluster: ClusterPolicy status, the DaemonSets it owns, its operands' labels)",
     )
 
 
@@ -97,9 +85,9 @@ def open_source(
     read_ahead: str | None = None,
 ) -> ClusterSource:
     """A snapshot when given; otherwise the kubeconfig context (or in-cluster config), read
-    within `timeout` seconds in all (default: GPU_TRIAGE_TIMEOUT, else DEFAULT_TIMEOUT).
-    `read_ahead` says what the command is ("triage", "sweep"): a live source then starts
-    what such a command reads anyway at once, in parallel (`kube.live.connect`)."""
+    within `timeout` seconds in all (default: DEFAULT_TIMEOUT). `read_ahead` says what the
+    command is ("triage", "sweep"): a live source then starts what such a command reads
+    anyway at once, in parallel (`kube.live.connect`)."""
     if snapshot:
         return load_snapshot(snapshot)
     from kube.live import connect  # imported lazily: the kubernetes client is slow to import
@@ -107,19 +95,25 @@ def open_source(
     return connect(
         kubeconfig=kubeconfig,
         context=context,
-        timeout=timeout or env_timeout(),
+        timeout=timeout or DEFAULT_TIMEOUT,
         page_size=chunk_size,
         read_ahead=read_ahead,
     )
 
 
-def source_from(args: argparse.Namespace, *, read_ahead: str | None = None) -> ClusterSource:
-    """The source the command's cluster flags (`add_cluster_args`) name."""
+def source_from(
+    args: argparse.Namespace,
+    *,
+    settings: CommonSettings | None = None,
+    read_ahead: str | None = None,
+) -> ClusterSource:
+    """The source the command's cluster flags (`add_cluster_args`) name; a live one is read
+    within `--timeout`, else `GPU_TRIAGE_TIMEOUT`."""
     return open_source(
         snapshot=args.snapshot,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        timeout=args.timeout,
+        timeout=(settings or settings_of(args)).timeout,
         chunk_size=args.chunk_size,
         read_ahead=read_ahead,
     )

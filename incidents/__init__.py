@@ -21,6 +21,7 @@ from incidents.values import (
     RecordResult,
     Resolution,
     Stats,
+    ThreadRef,
     TriageRun,
 )
 
@@ -47,5 +48,6 @@ __all__ = [
     "Resolution",
     "Stats",
     "StoreUnavailableError",
+    "ThreadRef",
     "TriageRun",
 ]

@@ -1,7 +1,9 @@
 """Which database, and how to talk to it: URL resolution, engine options, error translation.
 
 `DATABASE_URL` selects the database; without it a SQLite file in the data directory
-(`$GPU_TRIAGE_DATA_DIR`, default `./data`) is used. Every driver error that reaches a user is
+(`$GPU_TRIAGE_DATA_DIR`, default `./data`) is used. The commands and the bot resolve both in
+their settings (`gpu_triage.settings`) and pass the URL; the fallbacks here serve a caller
+that names no URL (a library user, a test). Every driver error that reaches a user is
 turned into one `StoreUnavailableError` line that names the database without its password.
 """
 
@@ -27,20 +29,18 @@ SQLITE_FILE = "incidents.sqlite"
 _UNDEFINED_TABLE = "42P01"  # PostgreSQL SQLSTATE
 
 
+def sqlite_url(data_dir: str) -> str:
+    """The SQLite file of the data directory `data_dir`, as a URL."""
+    return f"sqlite:///{(Path(data_dir) / SQLITE_FILE).resolve()}"
+
+
 def default_url() -> str:
-    data_dir = Path(os.environ.get("GPU_TRIAGE_DATA_DIR") or DEFAULT_DATA_DIR)
-    return f"sqlite:///{(data_dir / SQLITE_FILE).resolve()}"
+    return sqlite_url(os.environ.get("GPU_TRIAGE_DATA_DIR") or DEFAULT_DATA_DIR)
 
 
 def resolve_url(url: str | None = None) -> str:
     """An explicit URL, else `DATABASE_URL`, else the default SQLite file."""
     return url or os.environ.get("DATABASE_URL") or default_url()
-
-
-def auto_migrate_from_env() -> bool:
-    """`GPU_TRIAGE_AUTO_MIGRATE=1` (or true/yes/on): upgrade the schema when a process starts."""
-    value = os.environ.get("GPU_TRIAGE_AUTO_MIGRATE", "").strip().lower()
-    return value in {"1", "true", "yes", "on"}
 
 
 def display_name(url: str | URL) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from incidents.database import Book
 from incidents.models import GroupRow
-from incidents.values import CLAIM_TTL, GroupChange, GroupIncident
+from incidents.values import CLAIM_TTL, GroupChange, GroupIncident, ThreadRef
 from triage.fleet import Group
 from triage.model import Layer
 
@@ -127,7 +127,7 @@ class GroupBook(Book):
         now = self._clock()
         unclaimed = or_(
             GroupRow.posted_at.is_(None),
-            and_(GroupRow.thread_ts.is_(None), GroupRow.posted_at < now - CLAIM_TTL),
+            and_(GroupRow.thread.is_(None), GroupRow.posted_at < now - CLAIM_TTL),
         )
         with self._guard(), self._write.begin() as session:
             done = session.execute(
@@ -145,16 +145,16 @@ class GroupBook(Book):
         with self._guard(), self._write.begin() as session:
             session.execute(
                 update(GroupRow)
-                .where(GroupRow.id == group_id, GroupRow.thread_ts.is_(None))
-                .values(posted_at=None, channel=None)
+                .where(GroupRow.id == group_id, GroupRow.thread.is_(None))
+                .values(posted_at=None, chat=None, channel=None)
             )
 
-    def attach_thread(self, group_id: int, *, channel: str, thread_ts: str) -> None:
+    def attach_thread(self, group_id: int, *, thread: ThreadRef) -> None:
         with self._guard(), self._write.begin() as session:
             session.execute(
                 update(GroupRow)
                 .where(GroupRow.id == group_id)
-                .values(channel=channel, thread_ts=thread_ts)
+                .values(chat=thread.chat, channel=thread.channel, thread=thread.thread)
             )
 
     def claim_announce(self, group_id: int, *, seen: int, workloads: int) -> bool:
@@ -232,7 +232,7 @@ def _value(row: GroupRow) -> GroupIncident:
         code=row.code, cause=row.cause, owner_team=row.owner_team,
         owner_channel=row.owner_channel, workloads=row.workloads, gpus=row.gpus,
         members=list(row.members or []), version=row.version, opened_at=row.opened_at,
-        updated_at=row.updated_at, resolved_at=row.resolved_at, channel=row.channel,
-        thread_ts=row.thread_ts, posted_at=row.posted_at,
+        updated_at=row.updated_at, resolved_at=row.resolved_at, chat=row.chat,
+        channel=row.channel, thread=row.thread, posted_at=row.posted_at,
         announced_workloads=row.announced_workloads,
     )  # fmt: skip

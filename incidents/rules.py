@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import select
@@ -31,50 +32,11 @@ def record_run(
     now: datetime,
 ) -> RecordResult:
     """Record `report` as a run and open, continue or resolve the workload's incident."""
-    ref = report.pod
-    active = session.scalars(
-        select(IncidentRow)
-        .where(
-            IncidentRow.cluster == report.cluster,
-            IncidentRow.namespace == ref.namespace,
-            IncidentRow.kind == ref.kind,
-            IncidentRow.name == ref.name,
-            IncidentRow.status != IncidentStatus.RESOLVED.value,
-        )
-        .order_by(IncidentRow.id)
-        .with_for_update()
-    ).all()
-    fingerprint = report.fingerprint
-    resolved: builtins.list[int] = []
-    target: IncidentRow | None = None
-    created = False
-    unknown = report.answer == Answer.UNKNOWN
-    for row in active:
-        if unknown:  # a run that could not judge the cause neither opens nor resolves
-            target = target or row
-            continue
-        if report.blocked and row.fingerprint == fingerprint and target is None:
-            target = row
-            continue
-        why = Resolution.SUPERSEDED if report.blocked else Resolution.AUTO
-        resolve(row, at=now, by=requested_by, resolution=why)
-        resolved.append(row.id)
-        if not report.blocked:
-            target = row  # the run that found the workload running belongs to it
+    target, resolved = _settle(_active(session, report), report, now=now, by=requested_by)
     session.flush()  # resolutions first: the unique index then admits a new incident
-    if report.blocked and target is None and not unknown:
-        target = IncidentRow(
-            cluster=report.cluster,
-            namespace=ref.namespace,
-            kind=ref.kind,
-            name=ref.name,
-            fingerprint=fingerprint,
-            status=IncidentStatus.OPEN.value,
-            opened_at=now,
-            requested_by=requested_by,
-            channel=channel,
-            run_count=0,
-        )
+    created = False
+    if report.blocked and target is None and report.answer != Answer.UNKNOWN:
+        target = _opened(report, now=now, by=requested_by, channel=channel, chat=source)
         session.add(target)
         created = True
     if target is not None:
@@ -82,6 +44,7 @@ def record_run(
         target.updated_at = now
         if target.status != IncidentStatus.RESOLVED.value or created:
             _refresh(target, report)
+    ref = report.pod
     run = TriageRunRow(
         cluster=report.cluster,
         namespace=ref.namespace,
@@ -89,7 +52,7 @@ def record_run(
         name=ref.name,
         pod=ref.pod,
         failing_layer=_layer_value(report.failing_layer),
-        fingerprint=fingerprint,
+        fingerprint=report.fingerprint,
         headline=report.headline,
         report=report.model_dump(mode="json"),
         duration_ms=duration_ms,
@@ -107,6 +70,65 @@ def record_run(
         created=created,
         auto_resolved=resolved,
         run_id=run.id,
+    )
+
+
+def _active(session: Session, report: TriageReport) -> Sequence[IncidentRow]:
+    """The workload's unresolved incidents, locked for this transaction."""
+    ref = report.pod
+    return session.scalars(
+        select(IncidentRow)
+        .where(
+            IncidentRow.cluster == report.cluster,
+            IncidentRow.namespace == ref.namespace,
+            IncidentRow.kind == ref.kind,
+            IncidentRow.name == ref.name,
+            IncidentRow.status != IncidentStatus.RESOLVED.value,
+        )
+        .order_by(IncidentRow.id)
+        .with_for_update()
+    ).all()
+
+
+def _settle(
+    active: Sequence[IncidentRow], report: TriageReport, *, now: datetime, by: str | None
+) -> tuple[IncidentRow | None, builtins.list[int]]:
+    """The incident the run belongs to among the `active` ones (None: a new one, or none),
+    and the ids of those it resolves: superseded by another cause, or running now."""
+    resolved: builtins.list[int] = []
+    target: IncidentRow | None = None
+    for row in active:
+        if report.answer == Answer.UNKNOWN:  # a run that could not judge neither opens nor resolves
+            target = target or row
+            continue
+        if report.blocked and row.fingerprint == report.fingerprint and target is None:
+            target = row
+            continue
+        why = Resolution.SUPERSEDED if report.blocked else Resolution.AUTO
+        resolve(row, at=now, by=by, resolution=why)
+        resolved.append(row.id)
+        if not report.blocked:
+            target = row  # the run that found the workload running belongs to it
+    return target, resolved
+
+
+def _opened(
+    report: TriageReport, *, now: datetime, by: str | None, channel: str | None, chat: str
+) -> IncidentRow:
+    """A new incident for the workload, asked about in `channel` of `chat` (if in a chat)."""
+    ref = report.pod
+    return IncidentRow(
+        cluster=report.cluster,
+        namespace=ref.namespace,
+        kind=ref.kind,
+        name=ref.name,
+        fingerprint=report.fingerprint,
+        status=IncidentStatus.OPEN.value,
+        opened_at=now,
+        requested_by=by,
+        chat=None if channel is None else chat,
+        channel=channel,
+        run_count=0,
     )
 
 

@@ -11,14 +11,13 @@ import builtins
 import logging
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, delete, exc, false, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from incidents import migrate
 from incidents.database import (
-    auto_migrate_from_env,
     create_store_engine,
     display_name,
     resolve_url,
@@ -37,13 +36,14 @@ from incidents.replicas import ReplicaBook
 from incidents.rules import incident_of, record_run, resolve
 from incidents.sqlite import WRITE_OPTION, file_gone, prepare_sqlite
 from incidents.summary import per_layer, summarise
-from incidents.timeouts import exempt
+from incidents.timeouts import Timeouts, exempt
 from incidents.values import (
     Incident,
     IncidentStatus,
     RecordResult,
     Resolution,
     Stats,
+    ThreadRef,
     TriageRun,
 )
 from triage.model import Layer, TriageReport
@@ -81,15 +81,18 @@ class IncidentStore:
         self.read_only: StoreUnavailableError | None = None
 
     @classmethod
-    def from_url(cls, url: str | None = None) -> IncidentStore:
+    def from_url(cls, url: str | None = None, *, timeouts: Timeouts | None = None) -> IncidentStore:
         """None → `DATABASE_URL` → SQLite at `$GPU_TRIAGE_DATA_DIR/incidents.sqlite`."""
-        return cls(create_store_engine(resolve_url(url)))
+        return cls(create_store_engine(resolve_url(url), timeouts=timeouts))
 
     @classmethod
-    def open(cls, url: str | None = None, *, auto_migrate: bool | None = None) -> IncidentStore:
-        """`from_url`, then `upgrade()` when asked to (None → `GPU_TRIAGE_AUTO_MIGRATE`)."""
-        store = cls.from_url(url)
-        if auto_migrate if auto_migrate is not None else auto_migrate_from_env():
+    def open(
+        cls, url: str | None = None, *, auto_migrate: bool = False, timeouts: Timeouts | None = None
+    ) -> IncidentStore:
+        """`from_url`, then `upgrade()` when asked to (`GPU_TRIAGE_AUTO_MIGRATE` is read by
+        the settings of the command that opens the store)."""
+        store = cls.from_url(url, timeouts=timeouts)
+        if auto_migrate:
             try:
                 store.upgrade()
             except BaseException:
@@ -213,11 +216,11 @@ class IncidentStore:
                     log.info("incident for %s raced with another writer; retrying", report.pod)
         raise AssertionError("unreachable")
 
-    def attach_thread(self, incident_id: int, *, channel: str, thread_ts: str) -> None:
-        """Remember the Slack thread that follows this incident (the latest one wins)."""
+    def attach_thread(self, incident_id: int, *, thread: ThreadRef) -> None:
+        """Remember the chat thread that follows this incident (the latest one wins)."""
         with self._guard(), self._write.begin() as session:
             row = self._row(session, incident_id)
-            row.channel, row.thread_ts = channel, thread_ts
+            row.chat, row.channel, row.thread = thread.chat, thread.channel, thread.thread
 
     def set_status(self, incident_id: int, status: IncidentStatus, *, by: str | None) -> Incident:
         """Move along open → acknowledged → resolved. Setting the current status is a no-op."""
@@ -310,6 +313,23 @@ class IncidentStore:
                 .group_by(IncidentRow.failing_layer)
             ).all()
         return per_layer({layer: count for layer, count in rows})
+
+    def resolution_times(self, *, within: timedelta) -> builtins.list[tuple[str, float]]:
+        """(failing layer, seconds from opened to resolved) of each incident resolved in the
+        last `within`: what `/metrics` summarises per scrape, over a bounded window."""
+        since = self._clock() - within
+        query = select(
+            IncidentRow.failing_layer, IncidentRow.opened_at, IncidentRow.resolved_at
+        ).where(
+            IncidentRow.status == IncidentStatus.RESOLVED.value, IncidentRow.resolved_at >= since
+        )
+        with self._guard(), self._read() as session:
+            rows = session.execute(query).all()
+        return [
+            (str(layer), (resolved - opened).total_seconds())
+            for layer, opened, resolved in rows
+            if layer is not None and resolved is not None
+        ]
 
     def stats(
         self, *, cluster: str | None = None, where: Callable[[str, str], bool] | None = None

@@ -33,8 +33,34 @@ class _Value(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Incident(_Value):
-    """One cause blocking one workload, from first sighting until resolved."""
+@dataclass(frozen=True, slots=True)
+class ThreadRef:
+    """Where people follow an incident, in any chat: the chat's name (`slack`), the channel
+    and the thread, each as that chat names it (Slack: a channel id and the `ts` of the
+    thread's first message). The store keeps it; only the chat's adapter reads inside."""
+
+    chat: str
+    channel: str
+    thread: str
+
+
+class _Threaded(_Value):
+    """A value with a chat thread once one was posted (`chat`/`channel`/`thread`)."""
+
+    chat: str | None
+    channel: str | None
+    thread: str | None
+
+    @property
+    def thread_ref(self) -> ThreadRef | None:
+        if self.chat is None or self.channel is None or self.thread is None:
+            return None
+        return ThreadRef(chat=self.chat, channel=self.channel, thread=self.thread)
+
+
+class Incident(_Threaded):
+    """One cause blocking one workload, from first sighting until resolved. `channel` is
+    where it was first asked about until its thread is posted (`thread_ref`)."""
 
     id: int
     cluster: str
@@ -54,8 +80,6 @@ class Incident(_Value):
     resolved_by: str | None
     resolution: Resolution | None
     requested_by: str | None
-    channel: str | None
-    thread_ts: str | None
     owner_team: str | None
     owner_channel: str | None
     owner_usergroup: str | None
@@ -124,9 +148,10 @@ class Stats(_Value):
     median_time_to_resolve_seconds_by_layer: dict[Layer, float | None]
 
 
-class GroupIncident(_Value):
+class GroupIncident(_Threaded):
     """A root cause shared by stuck workloads, followed from first sighting until no workload
-    is stuck on it any more; `channel`/`thread_ts` locate its Slack alert once posted."""
+    is stuck on it any more; `thread_ref` locates its alert once posted (`channel` alone is
+    where a claim to post it went)."""
 
     id: int
     cluster: str
@@ -144,8 +169,6 @@ class GroupIncident(_Value):
     opened_at: datetime
     updated_at: datetime
     resolved_at: datetime | None
-    channel: str | None
-    thread_ts: str | None
     posted_at: datetime | None
     announced_workloads: int
 

@@ -2,8 +2,10 @@
 
 An `Informer` runs on its own thread: it lists (paginated, slimmed page by page), then watches
 from the list's resourceVersion, applying ADDED/MODIFIED/DELETED to an in-memory store. A 410
-Gone (expired resourceVersion) triggers a relist; any other failure reconnects with
-exponential backoff while the last known state keeps being served and its age is reported.
+Gone (expired resourceVersion) triggers a relist; any other failure reconnects with jittered
+exponential backoff (`kube.backoff`: an outage must not end in every watch of every replica
+reconnecting at the same instant) while the last known state keeps being served and its age
+is reported.
 Readers never block on the network: the store is a dict swapped or updated under a lock, and
 stored objects are replaced, never mutated, so a reader may keep what it got.
 """
@@ -17,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+from kube.backoff import Backoff, watch_timeout
 from kube.client import GoneError, RawClient
 from kube.decode import event_decoder, list_decoder
 from kube.fastjson import gc_paused, loads
@@ -54,6 +57,7 @@ class Informer:
         max_backoff: float = 30.0,
         freeze_gc: bool = True,
         watch_list: bool = True,
+        backoff: Backoff | None = None,
     ) -> None:
         self.client, self.rt = client, rt
         # Sync by the watch-list protocol (kube.lists.stream_objects) until the server refuses
@@ -63,7 +67,8 @@ class Informer:
         self.freeze_gc = freeze_gc  # freeze the store and indexes once built (kube.fastjson)
         self._project = projection(rt.kind)
         self._on_change, self._on_replace = on_change, on_replace
-        self._watch_timeout, self._max_backoff = watch_timeout, max_backoff
+        self._watch_timeout = watch_timeout
+        self.backoff = backoff or Backoff(first=min(0.5, max_backoff), cap=max_backoff)
         self._lock = threading.Lock()
         # The store: namespace ("" for cluster-scoped kinds), then name. Keyed by the name
         # string its object holds, not by a (namespace, name) tuple: 64 bytes less an object.
@@ -159,7 +164,7 @@ class Informer:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        first = backoff = min(0.5, self._max_backoff)
+        backoff = self.backoff
         need_list = True
         while not self._stop.is_set():
             try:
@@ -171,7 +176,7 @@ class Informer:
                         need_list = True
                         continue
                 self._watch()
-                backoff = first  # a watch that ended cleanly (server timeout): resume at once
+                backoff.reset()  # a watch that ended cleanly (server timeout): resume at once
             except GoneError:
                 need_list = True
                 self.relists += 1
@@ -182,19 +187,16 @@ class Informer:
                     self._stop.wait(FORBIDDEN_RECHECK)
                     continue
                 self._fail(e, state="failing")  # e.g. list allowed but watch denied
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                self._stop.wait(backoff.next())
             except SourceError as e:
                 self._fail(e, state="failing")
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                self._stop.wait(backoff.next())
             except Exception as e:  # never let one bad object kill the thread
                 self._fail(
                     UnavailableError(f"watch on {self.rt.plural} failed: {e}"), state="failing"
                 )
                 need_list = True
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                self._stop.wait(backoff.next())
 
     def _fail(self, e: SourceError, *, state: State) -> None:
         self.error = e
@@ -268,9 +270,9 @@ class Informer:
             ("watch", "1"),
             ("resourceVersion", self._rv),
             ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(int(self._watch_timeout))),
+            ("timeoutSeconds", str(int(watch_timeout(self._watch_timeout, self.backoff.rng)))),
         ]
-        read_timeout = self._watch_timeout + 15
+        read_timeout = 2 * self._watch_timeout + 15
         with self.client.watch_lines(self.rt, query=query, read_timeout=read_timeout) as (
             lines,
             shutdown,

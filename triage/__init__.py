@@ -17,11 +17,12 @@ from triage.cluster.source import (
 )
 from triage.config import EngineConfig
 from triage.engine import triage
-from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
+from triage.model import Audience, Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
 from triage.names import InvalidNameError, validate_cluster, validate_name, validate_namespace
 from triage.playbooks import Playbook, PlaybookError, load_playbook
 
 __all__ = [
+    "Audience",
     "ClusterSource",
     "EngineConfig",
     "Finding",

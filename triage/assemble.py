@@ -3,6 +3,7 @@ blocking layer), the owner route and the playbook's steps."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -16,6 +17,7 @@ from triage.model import (
     Cause,
     Finding,
     Layer,
+    NodeEntry,
     OwnerRoute,
     PodRef,
     TriageReport,
@@ -25,7 +27,7 @@ from triage.model import (
 from triage.playbooks import Playbook
 from triage.signals import Signal, Unknown, build_finding
 from triage.target import Target
-from triage.vendors import NVIDIA
+from triage.vendors import VENDORS, Vendor, vendor_of
 
 OK_SUMMARY = {
     Layer.DRIVER: "no driver or runtime problem on the nodes this pod can use",
@@ -75,6 +77,7 @@ class Diagnosis:
     # unknown among them, below the lowest blocking layer, leaves the answer unknown.
     relevant: frozenset[Layer] = frozenset(LAYER_ORDER)
     unread: tuple[ReadFailedError, ...] = ()  # reads that failed without a layer to blame
+    nodes: Callable[[], list[NodeEntry]] | None = None  # every node judged, built when asked
 
 
 def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Layer, Finding]:
@@ -91,7 +94,7 @@ def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Lay
             d.unknowns,
             ok_summary=d.ok_summaries.get(layer, OK_SUMMARY[layer]),
             skipped=(
-                f"the pod requests no {NVIDIA.name} resources"
+                "the pod requests no accelerator"
                 if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
                 else None
             ),
@@ -166,6 +169,7 @@ def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
         code=finding.codes[0],
         nodes=sorted(set(nodes)),
         objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
+        vendor=next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
     )
     return _Decision(
         answer, failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine
@@ -235,6 +239,7 @@ def assemble(
     gpu_stack: list[str] | None = None,
     operator_namespace: str | None = None,
     stack_values: dict[str, str] | None = None,
+    nodes: bool = False,
 ) -> TriageReport:
     """The full report: every layer's finding, the verdict, and the playbook's steps."""
     findings = _findings(d)
@@ -243,19 +248,26 @@ def assemble(
     unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()
     if decision.failing is not None and decision.finding is not None:
-        nodes = [n for s in decision.mine for n in s.nodes]
+        at = [n for s in decision.mine for n in s.nodes]
         values = {
             "namespace": target.namespace,
             "pod": ref.pod or target.name,
             "resource": next(iter(gpu_requests(target.subject or {})), GPU),
-            **({"node": nodes[0]} if nodes else {}),
+            **({"node": at[0]} if at else {}),
             **({"operator_namespace": operator_namespace} if operator_namespace else {}),
             **_fault_values(decision.mine),
             **(stack_values or {}),
         }
         playbook = d.playbook
-        steps, operator_steps = playbook.steps(decision.failing, decision.finding.codes, **values)
-        remedy = _Remedy(steps, operator_steps, playbook.verification(decision.failing, **values))
+        vendor = _vendor(target, decision.mine)
+        if vendor is not None:
+            values.setdefault("vendor", vendor.name)
+        key = vendor.key if vendor is not None else None
+        steps, operator_steps = playbook.steps(
+            decision.failing, decision.finding.codes, vendor_key=key, **values
+        )
+        checks = playbook.verification(decision.failing, vendor_key=key, **values)
+        remedy = _Remedy(steps, operator_steps, checks)
     return TriageReport(
         data_age_note=_data_age(d.source),
         pod=ref,
@@ -274,7 +286,20 @@ def assemble(
         answer=decision.answer,
         unknown_layers=_unknown_layers(d),
         unread=unread,
+        nodes=d.nodes() if nodes and d.nodes is not None else None,
     )
+
+
+def _vendor(target: Target, signals: list[Signal]) -> Vendor | None:
+    """The accelerator vendor a report is about, for its vendor's steps: the one whose devices
+    the pod asks for, else the one of the nodes the failing signals name; None for a pod
+    that asks for no accelerator on nodes that have none (no vendor's steps then)."""
+    asked = next(iter(gpu_requests(target.subject or {})), None)
+    found = vendor_of(asked) if asked else None
+    if found is not None:
+        return found
+    named = next((s.values.get("vendor") for s in signals if s.values.get("vendor")), None)
+    return next((v for v in VENDORS if v.name == named), None)
 
 
 def _grant_step(u: Unread) -> str:

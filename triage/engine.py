@@ -43,9 +43,11 @@ def triage(
     playbook: Playbook | None = None,
     now: datetime | None = None,
     sweep: SweepState | None = None,
+    nodes: bool = False,
 ) -> TriageReport:
     """Explain why the pod (or workload) `namespace/name` is not running. `sweep` is the state
-    a fleet sweep's triages share (`triage.fleet`).
+    a fleet sweep's triages share (`triage.fleet`); `nodes` adds every node judged for the
+    pod to the report (`TriageReport.nodes`: what JSON and YAML output carry).
 
     Raises `InvalidNameError` for names Kubernetes would reject, `NotFoundError` when neither a
     pod nor a workload of that name exists (or the namespace does not), and other
@@ -57,11 +59,12 @@ def triage(
     view = ctx.view
     return assemble(
         d,
-        notes=ctx.notes,
+        notes=[*source.coverage_notes(), *ctx.notes],  # what the source lacks, then the checks'
         now=now,
         gpu_stack=view.describe(),
         operator_namespace=view.namespace,
         stack_values=view.playbook_values(),
+        nodes=nodes,
     )
 
 
@@ -116,6 +119,7 @@ def _diagnose(
         config=config,
         relevant=relevant,
         unread=tuple(ctx.unread),
+        nodes=next((o.nodes for o in outcomes if o.nodes is not None), None),
     )
     return diagnosis, ctx
 
@@ -146,6 +150,8 @@ def _could_explain(target: Target) -> frozenset[Layer]:
         return frozenset({Layer.QUOTA})
     if pod_problem(pod) is None:
         return frozenset()
+    if bound.rejection(pod) is not None:  # kubelet judged placement again, and refused
+        return frozenset({Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING})
     if bound.on_node(pod):
         return frozenset({Layer.DRIVER, Layer.DEVICE_PLUGIN})
     return frozenset(LAYER_ORDER)

@@ -68,6 +68,18 @@ class Answer(StrEnum):
     UNKNOWN = "unknown"
 
 
+class Audience(StrEnum):
+    """Who a report is shown to. An operator may read all of it; a tenant (the pod's own team,
+    or a channel anyone may read) what `TriageReport.for_audience` leaves them."""
+
+    OPERATOR = "operator"
+    TENANT = "tenant"
+
+    @classmethod
+    def of(cls, *, operator: bool) -> Audience:
+        return cls.OPERATOR if operator else cls.TENANT
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -144,6 +156,9 @@ class Cause(Frozen):
         default_factory=list,
         description="shared objects that block it: 'ResourceQuota ns/name', 'ClusterQueue cq', …",
     )
+    vendor: str | None = Field(
+        default=None, description="the accelerator vendor whose stack it is about ('AMD'), if one"
+    )
 
 
 class TriageVerdict(_Answered):
@@ -159,6 +174,41 @@ class TriageVerdict(_Answered):
     answer: Answer = Answer.CLEAR
     unknown_layers: list[Layer] = Field(default_factory=list)
     unread: list[Unread] = Field(default_factory=list)
+
+
+class NodeResource(Frozen):
+    """One resource a node lacks for the pod, in Kubernetes quantities."""
+
+    resource: str
+    asked: str = Field(description="what the pod asks (its effective request)")
+    free: str = Field(description="allocatable minus what the pods bound there request")
+    allocatable: str
+
+
+class NodeEntry(Frozen):
+    """What one node means for the pod: whether it could take the pod now, and if not why,
+    as codes and objects a script can use."""
+
+    name: str
+    usable: bool = Field(
+        description="the pod could be placed there now as far as the node goes (pod-level "
+        "causes, a claim that never binds, a gate, a quota, are in the findings)"
+    )
+    eligible: bool = Field(
+        description="the pod's own selector, affinity and tolerations and the node's size "
+        "allow it (false: the pod could never use the node as things are)"
+    )
+    layer: Layer | None = Field(default=None, description="the layer that stops the pod there")
+    reason: str | None = Field(default=None, description="the reason code (as in `codes`)")
+    detail: str | None = Field(default=None, description="the reason, one line")
+    blocking: str | None = Field(
+        default=None,
+        description="the object that stops the pod there: a component pod (namespace/name), "
+        "the node itself (cordoned), or the kind of exclusion (an untolerated taint's key)",
+    )
+    resources: list[NodeResource] = Field(
+        default_factory=list, description="the resources short there: asked versus free"
+    )
 
 
 class TriageReport(_Answered):
@@ -199,11 +249,36 @@ class TriageReport(_Answered):
     unread: list[Unread] = Field(
         default_factory=list, description="reads that failed: what, why, and what to grant"
     )
+    nodes: list[NodeEntry] | None = Field(
+        default=None,
+        description="every node judged for the pod, by name, none left out (the pod's own "
+        "node once it is bound); present in JSON/YAML output, null where not computed",
+    )
 
     @property
     def complete(self) -> bool:
         """Whether every read the triage made succeeded and every layer was judged."""
         return not self.unknown_layers and not self.unread
+
+    def for_audience(self, audience: Audience) -> TriageReport:
+        """The report as `audience` may see it: the one rule every renderer (text, Block Kit,
+        the language model's digest) applies, so what a tenant reads is decided here only.
+
+        An operator sees all of it. A tenant sees the verdict, the evidence, the owner and the
+        steps anyone may take; not a finding's `detail` (other tenants' pods, node internals),
+        the `operator_steps` naming GPU component pods, the `gpu_stack`, the `verification`
+        commands (operator tooling), nor the operator part of the data-age note."""
+        if audience is Audience.OPERATOR:
+            return self
+        return self.model_copy(
+            update={
+                "findings": [f.model_copy(update={"detail": []}) for f in self.findings],
+                "operator_steps": [],
+                "gpu_stack": [],
+                "verification": [],
+                "data_age_note": _tenant_age_note(self.data_age_note),
+            }
+        )
 
     def finding(self, layer: Layer) -> Finding:
         return next(f for f in self.findings if f.layer == layer)
@@ -226,3 +301,14 @@ class TriageReport(_Answered):
             codes = sorted(set(self.finding(self.failing_layer).codes))
         raw = "|".join([str(self.failing_layer), *codes])
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+# A live cache's note on a lost watch ends with the watch's error in parentheses, which may name
+# the API server (`kube.cache.CachedSource.staleness_note`): a tenant reads the note without it.
+_LOST_WATCH = ": lost the watch on "
+
+
+def _tenant_age_note(note: str | None) -> str | None:
+    if note and _LOST_WATCH in note:
+        return note.split(" (", 1)[0]
+    return note

@@ -28,9 +28,12 @@ class _Strict(BaseModel):
 
 
 class Route(_Strict):
+    """An owner: a team, the chat channel to escalate to and the user group to mention there,
+    as the chat names them (its adapter checks they are its ids: the Slack bot at start)."""
+
     team: str = Field(min_length=1)
     channel: str | None = None
-    usergroup: str | None = Field(default=None, pattern=r"^S[A-Z0-9]+$")
+    usergroup: str | None = Field(default=None, min_length=1)
 
 
 # The values a triage can fill into steps. A step naming one the triage does not have (no
@@ -42,6 +45,7 @@ PLACEHOLDERS = frozenset({
     "daemonset_namespace", "daemonset_name", "skip_reason",  # the DaemonSet that should serve
     "setting", "switch_key", "component",  # what switched a component off
     "claim", "volume", "storage_class", "driver", "port", "key", "zone", "where",  # filters
+    "vendor", "devices",  # the accelerator vendor the report is about ("AMD"), its devices
 })  # fmt: skip
 # Placeholders that make a step operator-only: tenants do not see GPU component pod names.
 OPERATOR_ONLY = frozenset({"component_pod"})
@@ -58,17 +62,39 @@ class LayerPlaybook(_Strict):
     verification: list[str] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:
-        texts = [*self.steps, *self.verification, *(s for v in self.signals.values() for s in v)]
-        for text in texts:
-            try:
-                unknown = [f for f in _placeholders(text) if f not in PLACEHOLDERS]
-            except ValueError as e:
-                raise ValueError(f"bad placeholder syntax in {text!r}: {e}") from e
-            if unknown:
-                raise ValueError(
-                    f"unknown placeholder {{{unknown[0]}}} in {text!r} "
-                    f"(known: {', '.join(sorted(PLACEHOLDERS))})"
-                )
+        _check_placeholders(self.steps, self.verification, self.signals)
+
+
+def _check_placeholders(
+    steps: list[str], verification: list[str], signals: dict[str, list[str]]
+) -> None:
+    for text in [*steps, *verification, *(s for v in signals.values() for s in v)]:
+        try:
+            unknown = [f for f in _placeholders(text) if f not in PLACEHOLDERS]
+        except ValueError as e:
+            raise ValueError(f"bad placeholder syntax in {text!r}: {e}") from e
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder {{{unknown[0]}}} in {text!r} "
+                f"(known: {', '.join(sorted(PLACEHOLDERS))})"
+            )
+
+
+class VendorLayer(_Strict):
+    """A vendor's own steps for one layer: its signal steps come before the layer's shared
+    ones for the same code, and its layer steps (and checks), when it has any, replace the
+    shared ones."""
+
+    steps: list[str] = Field(default_factory=list)
+    signals: dict[str, list[str]] = Field(default_factory=dict)
+    verification: list[str] = Field(default_factory=list)
+
+    def model_post_init(self, __context: Any) -> None:
+        _check_placeholders(self.steps, self.verification, self.signals)
+
+
+class VendorPlaybook(_Strict):
+    layers: dict[Layer, VendorLayer] = Field(default_factory=dict)
 
 
 class NodePools(_Strict):
@@ -95,6 +121,12 @@ class Playbook(_Strict):
         "the platform's, though the layer is scheduling)",
     )
     layers: dict[Layer, LayerPlaybook]
+    vendors: dict[str, VendorPlaybook] = Field(
+        default_factory=dict,
+        description="per accelerator vendor (nvidia, amd, intel-gaudi, intel-gpu, aws-neuron, "
+        "google-tpu): its own steps, used for reports about its devices; the layers' own "
+        "steps say nothing vendor-specific",
+    )
 
     def model_post_init(self, __context: Any) -> None:
         for field_name, mapping in (("routes", self.routes), ("layers", self.layers)):
@@ -132,22 +164,35 @@ class Playbook(_Strict):
                     return _owner(route, f"namespace {meta.get('name')} {key}={team}")
         return _owner(self.routes[layer], "default")
 
-    def steps(self, layer: Layer, codes: list[str], **values: str) -> tuple[list[str], list[str]]:
+    def steps(
+        self, layer: Layer, codes: list[str], *, vendor_key: str | None = None, **values: str
+    ) -> tuple[list[str], list[str]]:
         """(steps anyone may read, operator-only steps): the code-specific steps, then the
-        layer's. A step naming a value this triage does not have (no node, no component pod)
-        is left out rather than shown half filled; one naming a GPU component pod is for
-        operators only."""
+        layer's; the vendor's (`vendor_key`) own first where it has them. A step naming a value this triage
+        does not have (no node, no component pod) is left out rather than shown half filled;
+        one naming a GPU component pod is for operators only."""
         lp = self.layers[layer]
+        own = self._vendor_layer(layer, vendor_key)
         out: list[str] = []
         for code in codes:
-            out.extend(s for s in lp.signals.get(code, []) if s not in out)
-        out.extend(s for s in lp.steps if s not in out)
+            found = own.signals.get(code) if own is not None else None
+            out.extend(s for s in (found or lp.signals.get(code, [])) if s not in out)
+        shared = own.steps if own is not None and own.steps else lp.steps
+        out.extend(s for s in shared if s not in out)
         public = [s for s in out if not OPERATOR_ONLY.intersection(_placeholders(s))]
         private = [s for s in out if s not in public]
         return _filled(public, values), _filled(private, values)
 
-    def verification(self, layer: Layer, **values: str) -> list[str]:
-        return _filled(self.layers[layer].verification, values)
+    def verification(
+        self, layer: Layer, *, vendor_key: str | None = None, **values: str
+    ) -> list[str]:
+        own = self._vendor_layer(layer, vendor_key)
+        checks = own.verification if own is not None and own.verification else None
+        return _filled(checks or self.layers[layer].verification, values)
+
+    def _vendor_layer(self, layer: Layer, vendor: str | None) -> VendorLayer | None:
+        found = self.vendors.get(vendor) if vendor else None
+        return found.layers.get(layer) if found is not None else None
 
 
 def _owner(route: Route, source: str) -> OwnerRoute:

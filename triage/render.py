@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from triage.model import Answer, Status, TriageReport
+from triage.model import Answer, Audience, Status, TriageReport
 
 _MARK = {
     Status.FAIL: "FAIL",
@@ -43,7 +43,9 @@ def to_json(report: TriageReport) -> str:
 
 
 def to_text(report: TriageReport, *, operator: bool = True) -> str:
-    """A terminal report: verdict first, then each layer's evidence, owner and next steps."""
+    """A terminal report: verdict first, then each layer's evidence, owner and next steps, as
+    much of it as the audience may read (`TriageReport.for_audience`)."""
+    report = report.for_audience(Audience.of(operator=operator))
     ref = report.pod
     what = f"{ref.kind.lower()} {ref.namespace}/{ref.name}"
     if ref.pod and ref.pod != ref.name:
@@ -64,10 +66,9 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
         lines.append(f"[{_MARK[f.status]}] {f.layer.value}: {f.summary}")
         for ev in f.evidence:
             lines.append(f"       - {ev}")
-        if operator:
-            for d in f.detail:
-                lines.append(f"       · {d}")
-    if operator and report.gpu_stack:
+        for d in f.detail:
+            lines.append(f"       · {d}")
+    if report.gpu_stack:
         lines += ["", "GPU stack:"] + [f"  {line}" for line in report.gpu_stack]
     if report.owner is not None:
         o = report.owner
@@ -78,7 +79,7 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
             "",
             f"Owner: {o.team}" + (f" ({extra})" if extra else "") + f"  [route: {o.source}]",
         ]
-    steps = (report.operator_steps if operator else []) + report.remediation
+    steps = report.operator_steps + report.remediation
     if steps:
         lines += ["", "Next steps:"]
         lines += [f"  {i}. {step}" for i, step in enumerate(steps, 1)]

@@ -1,4 +1,5 @@
-"""Resolving what the user named: a pod, or a Job/Deployment/StatefulSet/ReplicaSet and its pods.
+"""Resolving what the user named: a pod, or a Job/Deployment/StatefulSet/ReplicaSet/DaemonSet
+and its pods.
 
 When no pod has the name, the workload's pods are found through ownerReferences; when the
 workload created none, its pod template stands in for the pod (quota is checked against it).
@@ -19,7 +20,7 @@ from triage.model import Layer
 from triage.names import validate_name, validate_namespace
 from triage.signals import Unknown
 
-WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "ReplicaSet")
+WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")
 _PARENT = {"ReplicaSet": "Deployment"}
 
 

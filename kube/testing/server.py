@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import bisect
 import json
+import re
 import ssl
 import threading
 import time
@@ -18,13 +19,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from kube.testing.watch import serve_watch
 from kube.testing.wire import TOKEN, matches, route, status_body, write_kubeconfig
 from kube.testing.writes import REVIEWS, Writes
 from triage.cluster.objects import Obj
 from triage.cluster.source import ALL_KINDS, ResourceType
+
+JSON = "application/json"
+_LOG = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log")
 
 
 @dataclass
@@ -82,6 +86,8 @@ class FakeApiServer:
         self.unauthorized = False
         # next requests answer these statuses: a code, or (code, Retry-After seconds)
         self.fail_statuses: list[int | tuple[int, float]] = []
+        # container logs: (namespace, pod, container, previous) -> text; others answer 400
+        self.logs: dict[tuple[str, str, str, bool], str] = {}
         self.fail_on: dict[str, int] = {}  # plural -> the status every request of it answers
         self.expire_continue = 0  # the next N requests with a continue token answer 410 Gone
         self.trickle = 0.0  # seconds between the bytes of every get or list answer
@@ -240,6 +246,21 @@ class FakeApiServer:
             return injected, status_body(injected, "InternalError", "injected failure")
         return None
 
+    def _log(self, ns: str, pod: str, q: dict[str, str]) -> tuple[int, bytes]:
+        """A container's log, as the API server serves `pods/log` (its tail, its first bytes)."""
+        if ("pods", "*") in self.forbidden or ("pods/log", "*") in self.forbidden:
+            return 403, status_body(403, "Forbidden", f"pods/log is forbidden in {ns}")
+        previous = q.get("previous") == "true"
+        text = self.logs.get((ns, pod, q.get("container", ""), previous))
+        if text is None:
+            why = "previous terminated container not found" if previous else "is waiting to start"
+            return 400, status_body(400, "BadRequest", f"container {q.get('container')} {why}")
+        lines = text.splitlines(keepends=True)
+        if "tailLines" in q:
+            lines = lines[-int(q["tailLines"]) :] if int(q["tailLines"]) else []
+        body = "".join(lines).encode()
+        return 200, body[: int(q["limitBytes"])] if "limitBytes" in q else body
+
     def _get(self, rt: ResourceType, ns: str | None, name: str) -> tuple[int, bytes]:
         with self._cond:
             found = self._res[rt.kind].items.get((ns or "", name))
@@ -296,8 +317,8 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _reply(self, code: int, body: bytes) -> None:
-            kind = "text/html" if body.startswith(b"<") else "application/json"
+        def _reply(self, code: int, body: bytes, *, kind: str | None = None) -> None:
+            kind = kind or ("text/html" if body.startswith(b"<") else JSON)
             self.send_response(code)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -377,6 +398,10 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             refused = self._refused("GET", url.path)
             if refused is not None:
                 return self._reply(*refused)
+            log = _LOG.fullmatch(url.path)
+            if log is not None:
+                code, body = server._log(unquote(log[1]), unquote(log[2]), q)
+                return self._reply(code, body, kind="text/plain" if code == 200 else JSON)
             found = route(url.path)
             if found is None:
                 return self._reply(404, status_body(404, "NotFound", "not found"))

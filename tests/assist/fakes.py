@@ -22,7 +22,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from assist.checks import EngineBackend
+from gpu_triage.service import TriageService
 from triage import MemorySource, load_snapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -84,6 +84,7 @@ def fixture_source(name: str = "driver-crashloop.yaml") -> MemorySource:
     return source
 
 
-def backend(source: MemorySource | None = None) -> EngineBackend:
+def backend(source: MemorySource | None = None) -> TriageService:
+    """The service the bot and the CLI read through, over one source."""
     src = source or fixture_source()
-    return EngineBackend(source_for=lambda: src)
+    return TriageService(source_for=lambda _cluster: src)

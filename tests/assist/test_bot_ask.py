@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from assist.ask import Assistant
-from assist.checks import EngineBackend
 from tests.assist.fakes import scripted
 from tests.bot.conftest import Bot
 
@@ -16,9 +15,8 @@ def _text(args: dict[str, Any]) -> str:
 
 
 def _assistant(bot: Bot, *replies: str) -> Assistant:
-    source = bot.source
     model = scripted(*replies) if replies else None
-    return Assistant(backend=EngineBackend(source_for=lambda: source), model=model)
+    return Assistant(backend=bot.service, model=model)
 
 
 def test_ask_faq_without_any_assistant(bot: Bot) -> None:
@@ -48,7 +46,7 @@ def test_ask_about_a_pod_runs_why_pending_with_policy(bot: Bot) -> None:
 def test_no_model_means_the_triage_reply_is_unchanged(bot: Bot) -> None:
     bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
     before = bot.fake.wait_posts(1)[0].args["blocks"]
-    bot.app.handlers.assistant = _assistant(bot)  # an assistant, but no model
+    bot.app.core.assistant = _assistant(bot)  # an assistant, but no model
     bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
     after = bot.fake.wait_posts(2)[1].args["blocks"]
     assert json.dumps(before) == json.dumps(after)
@@ -58,7 +56,7 @@ def test_no_model_means_the_triage_reply_is_unchanged(bot: Bot) -> None:
 def test_summary_appears_only_when_the_guard_passes(bot: Bot) -> None:
     good = "train-x is blocked at the scheduling layer: 0/1 nodes are available. Owner: workload-owner."
     bad = "train-x is blocked by quota."
-    bot.app.handlers.assistant = _assistant(bot, good, bad)
+    bot.app.core.assistant = _assistant(bot, good, bad)
     bot.slack.command("why-pending train-x -n team-a", user="UTENA", channel="CTEAMA")
     blocks = bot.fake.wait_posts(1)[0].args["blocks"]
     assert "Summary (written by a language model" in json.dumps(blocks[2])
@@ -69,7 +67,7 @@ def test_summary_appears_only_when_the_guard_passes(bot: Bot) -> None:
 
 
 def test_a_model_naming_the_wrong_layer_is_overruled_in_slack_with_a_note(bot: Bot) -> None:
-    bot.app.handlers.assistant = _assistant(bot, "train-x waits for quota: raise it.")
+    bot.app.core.assistant = _assistant(bot, "train-x waits for quota: raise it.")
     bot.slack.command(
         "ask why is pod train-x pending in namespace team-a", user="UTENA", channel="CTEAMA"
     )

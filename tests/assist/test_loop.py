@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from assist.ask import Assistant
 from assist.checks import LocalOperator
 from assist.loop import Limits
-from bot.policy import AccessPolicy
+from bot.core.policy import AccessPolicy
 from tests.assist.fakes import backend, call, scripted
 
 TENANT = AccessPolicy.model_validate(

@@ -10,7 +10,7 @@ from langchain_core.messages import ToolMessage
 from assist.checks import LocalOperator, WhyPendingArgs
 from assist.prompting import DATA_CLOSE, DATA_OPEN
 from assist.tools import make_tools
-from bot.policy import AccessPolicy, Viewer
+from bot.core.policy import AccessPolicy, Viewer
 from tests.assist.fakes import backend
 
 POLICY = AccessPolicy.model_validate(

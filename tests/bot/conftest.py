@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,10 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from bot.app import TriageApp, create_app
-from bot.policy import AccessPolicy
-from bot.server import Server
-from bot.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
+from bot.core.policy import AccessPolicy
+from bot.slack.app import TriageApp, create_app
+from bot.slack.server import Server
+from bot.slack.testing import SECRET, FakeSlack, FakeSlackServer, SlackSender
 from gpu_triage.metrics import Metrics
 from gpu_triage.service import TriageRun, TriageService
 from gpu_triage.settings import Settings, load_settings
@@ -68,12 +69,12 @@ class Bot:
 
         def attached() -> bool:
             inc = self.store.open_incident_for(cluster="demo", namespace=namespace, name=name)
-            return inc is not None and inc.thread_ts is not None
+            return inc is not None and inc.thread is not None
 
         self.fake.wait(attached)
         inc = self.store.open_incident_for(cluster="demo", namespace=namespace, name=name)
-        assert inc is not None and inc.thread_ts is not None
-        return inc.thread_ts
+        assert inc is not None and inc.thread is not None
+        return inc.thread
 
 
 @pytest.fixture
@@ -118,20 +119,8 @@ def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float)
         return source
 
     service = CountingService(source_for=source_for, store=store, metrics=Metrics(store=store))
-    client = WebClient(token="xoxb-test", base_url=fake.api_url)
-    app = create_app(
-        settings,
-        service=service,
-        store=store,
-        policy=AccessPolicy.model_validate(POLICY),
-        client=client,
-    )
-    metrics = service.metrics
-    assert metrics is not None
-    server = Server(app, host="127.0.0.1", port=0, metrics=metrics.render)
-    server.start()
-    base = f"http://127.0.0.1:{server.port}"
-    try:
+    with serving(settings, fake, service=service, store=store, policy=POLICY) as (app, server):
+        base = f"http://127.0.0.1:{server.port}"
         yield Bot(
             slack=SlackSender(url=base + "/slack/events", fake_url=fake.url),
             fake=fake,
@@ -142,5 +131,29 @@ def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float)
             source=source,
             base_url=base,
         )
+
+
+@contextmanager
+def serving(
+    settings: Settings,
+    fake: FakeSlack,
+    *,
+    service: TriageService,
+    store: IncidentStore,
+    policy: dict[str, Any],
+) -> Iterator[tuple[TriageApp, Server]]:
+    """The real app over `service`, served on loopback and talking to the fake Slack."""
+    app = create_app(
+        settings,
+        service=service,
+        store=store,
+        policy=AccessPolicy.model_validate(policy),
+        client=WebClient(token="xoxb-test", base_url=fake.api_url),
+    )
+    metrics = service.metrics or Metrics(store=store)
+    server = Server(app, host="127.0.0.1", port=0, metrics=metrics.render)
+    server.start()
+    try:
+        yield app, server
     finally:
         server.stop()

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from sqlalchemy import text
 
-from bot.testing import Reply
+from bot.slack.testing import Reply
 from tests.bot.conftest import Bot
 
 

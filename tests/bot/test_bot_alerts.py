@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 
-from bot.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
-from bot.testing import FakeSlack
+from bot.core.alerts import AlertConfig, AlertConfigError, Alerter, CycleResult, load_alerts
+from bot.slack.alerts import SlackAlerts
+from bot.slack.testing import FakeSlack
 from incidents import IncidentStore
 from triage import load_snapshot
 from triage.fleet import Group, Sweep, sweep
@@ -33,7 +34,7 @@ def fleet() -> Sweep:
 
 def alerter(fake: FakeSlack, store: IncidentStore, config: AlertConfig = CONFIG) -> Alerter:
     client = WebClient(token="xoxb-test", base_url=fake.api_url)
-    return Alerter(client=client, groups=store.groups, config=config, clock=lambda: NOON)
+    return Alerter(sink=SlackAlerts(client), groups=store.groups, config=config, clock=lambda: NOON)
 
 
 def with_members(s: Sweep, key: str, members: list) -> Sweep:  # type: ignore[type-arg]
@@ -82,7 +83,7 @@ def test_members_coming_and_going_update_the_thread_in_place_then_resolve(
     # Growth past the channel's step (2) is said once in the thread, broadcast.
     a.cycle(fleet)
     replies = [p for p in fake.of("chat.postMessage") if p.args.get("thread_ts")]
-    assert len(replies) == 1 and "grew from 2 to 5" in replies[0].args["text"]
+    assert len(replies) == 1 and "grew from 2 to 11" in replies[0].args["text"]
     # Every member gone: the message says resolved, and the thread hears it once.
     gone = with_members(fleet, d.key, [])
     assert a.cycle(gone).resolved == 1
@@ -226,5 +227,5 @@ def test_the_watch_loop_survives_an_unreachable_cluster_and_counts_alerts(
     result = loop.once()
     assert result is not None and result.posted == 2
     body = metrics.render()[0].decode()
-    assert 'alerts_total{action="posted"} 2.0' in body
-    assert re.search(r'stuck_gpu_workloads\{cluster="[^"]+",layer="driver"\} 5.0', body)
+    assert 'gpu_triage_alerts_total{action="posted"} 2.0' in body
+    assert re.search(r'gpu_triage_stuck_gpu_workloads\{cluster="[^"]+",layer="driver"\} 11.0', body)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.testing import SECRET, FakeSlack, SlackSender
+from bot.slack.testing import SECRET, FakeSlack, SlackSender
 from tests.bot.bot_cluster import objects
 
 ROOT = Path(__file__).parents[2]
@@ -100,7 +100,7 @@ def test_a_bot_without_an_access_policy_says_so_to_users_and_operators(
         assert fake.of("auth.test") and not fake.posts()
     finally:
         err = _stop(proc)
-    assert "warning: no access policy configured" in err
+    assert "WARNING gpu_triage.cmd_bot: no access policy configured" in err
 
 
 def test_bot_serves_a_snapshot_against_fake_slack(fake: FakeSlack, tmp_path: Path) -> None:

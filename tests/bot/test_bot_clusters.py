@@ -18,11 +18,9 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from bot.alerts import AlertConfig, Alerter
-from bot.app import create_app
-from bot.policy import AccessPolicy
-from bot.server import Server
-from bot.testing import SECRET, FakeSlack, SlackSender
+from bot.core.alerts import AlertConfig, Alerter
+from bot.slack.alerts import SlackAlerts
+from bot.slack.testing import SECRET, FakeSlack, SlackSender
 from gpu_triage.alerting import AlertLoop
 from gpu_triage.cmd_bot import Clusters, _sources
 from gpu_triage.metrics import Metrics
@@ -31,6 +29,7 @@ from gpu_triage.settings import load_settings
 from incidents.store import IncidentStore
 from kube.testing import FakeApiServer, write_kubeconfig
 from tests.bot.bot_cluster import objects
+from tests.bot.conftest import serving
 
 POLICY: dict[str, Any] = {
     "operators": {"users": ["UOPS"], "channels": ["COPS", "CWEST"]},
@@ -111,31 +110,25 @@ def fleet(
         service = TriageService(
             source_for=clusters.source_for, store=store, metrics=metrics, statuses=clusters.statuses
         )
-        app = create_app(
-            settings,
-            service=service,
-            store=store,
-            policy=AccessPolicy.model_validate(POLICY),
-            client=WebClient(token="xoxb-test", base_url=fake.api_url),
-        )
-        server = Server(app, host="127.0.0.1", port=0, metrics=metrics.render)
-        server.start()
         try:
-            for name in ("east", "west"):
-                assert clusters.source_for(name).wait_synced(10)  # type: ignore[attr-defined]
-            yield Fleet(
-                slack=SlackSender(
-                    url=f"http://127.0.0.1:{server.port}/slack/events", fake_url=fake.url
-                ),
-                fake=fake,
-                store=store,
-                clusters=clusters,
-                service=service,
-                east=east,
-                west=west,
-            )
+            with serving(settings, fake, service=service, store=store, policy=POLICY) as (
+                _app,
+                server,
+            ):
+                for name in ("east", "west"):
+                    assert clusters.source_for(name).wait_synced(10)  # type: ignore[attr-defined]
+                yield Fleet(
+                    slack=SlackSender(
+                        url=f"http://127.0.0.1:{server.port}/slack/events", fake_url=fake.url
+                    ),
+                    fake=fake,
+                    store=store,
+                    clusters=clusters,
+                    service=service,
+                    east=east,
+                    west=west,
+                )
         finally:
-            server.stop()
             clusters.close()
 
 
@@ -155,8 +148,8 @@ def test_the_same_pod_in_two_clusters_is_two_incidents_in_two_threads(fleet: Fle
     )
     assert east_incident is not None and west_incident is not None
     assert east_incident.id != west_incident.id
-    assert again.args["thread_ts"] == east_incident.thread_ts  # east's follow-up in east's thread
-    assert west_incident.thread_ts != east_incident.thread_ts
+    assert again.args["thread_ts"] == east_incident.thread  # east's follow-up in east's thread
+    assert west_incident.thread != east_incident.thread
     assert "east" in json.dumps(east_post.args["blocks"])
     assert "west" in json.dumps(west_post.args["blocks"])
 
@@ -223,7 +216,7 @@ def test_a_slow_cluster_holds_only_its_lane_of_the_workers(fleet: Fleet) -> None
 def test_the_watch_loop_sweeps_every_cluster_and_alerts_each_apart(fleet: Fleet) -> None:
     config = AlertConfig.model_validate({"channels": {"#gpu-help": {"min_workloads": 1}}})
     alerter = Alerter(
-        client=WebClient(token="xoxb-test", base_url=fleet.fake.api_url),
+        sink=SlackAlerts(WebClient(token="xoxb-test", base_url=fleet.fake.api_url)),
         groups=fleet.store.groups,
         config=config,
     )
@@ -247,5 +240,5 @@ def test_the_watch_loop_sweeps_every_cluster_and_alerts_each_apart(fleet: Fleet)
     assert again is not None and again.posted == 0  # in place: nothing posted twice
     assert fleet.service.metrics is not None
     body = fleet.service.metrics.render()[0].decode()
-    assert 'stuck_gpu_workloads{cluster="east",layer="scheduling"}' in body
-    assert 'stuck_gpu_workloads{cluster="west",layer="scheduling"}' in body
+    assert 'gpu_triage_stuck_gpu_workloads{cluster="east",layer="scheduling"}' in body
+    assert 'gpu_triage_stuck_gpu_workloads{cluster="west",layer="scheduling"}' in body

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.testing import FakeSlack, SlackSender
+from bot.slack.testing import FakeSlack, SlackSender
 from gpu_triage.settings import Settings
 from incidents import IncidentStore
 from incidents.database import create_store_engine

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from assist.summary import report_data
-from bot.mrkdwn import code, escape
+from bot.slack.mrkdwn import code, escape
 from gpu_triage.cli import main
 from tests.bot.bot_cluster import objects
 from tests.bot.conftest import Bot

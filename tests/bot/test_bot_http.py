@@ -11,8 +11,8 @@ import urllib.request
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.server import Server
-from bot.testing import SECRET
+from bot.slack.server import Server
+from bot.slack.testing import SECRET
 from gpu_triage.settings import Settings
 from tests.bot.conftest import Bot
 
@@ -117,8 +117,8 @@ def test_health_and_metrics(bot: Bot) -> None:
     bot.fake.wait_posts(1)
     with urllib.request.urlopen(bot.base_url + "/metrics", timeout=5) as r:
         text = r.read().decode()
-    assert 'triages_total{layer="scheduling"} 1.0' in text
-    assert 'open_incidents{layer="scheduling"} 1.0' in text
+    assert 'gpu_triage_triages_total{layer="scheduling"} 1.0' in text
+    assert 'gpu_triage_open_incidents{layer="scheduling"} 1.0' in text
 
 
 @pytest.mark.parametrize("delay", [5.0])
@@ -177,9 +177,9 @@ def test_a_retry_reaching_another_replica_or_a_restarted_bot_is_not_answered_aga
     incident database (a second replica, or this one after a restart): one answer."""
     from slack_sdk import WebClient
 
-    from bot.app import create_app
-    from bot.policy import AccessPolicy
-    from bot.testing import SlackSender
+    from bot.core.policy import AccessPolicy
+    from bot.slack.app import create_app
+    from bot.slack.testing import SlackSender
     from tests.bot.conftest import POLICY
 
     other = create_app(

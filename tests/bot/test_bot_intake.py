@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from bot.testing import Reply
+from bot.slack.testing import Reply
 from tests.bot.conftest import Bot
 
 FORM = "application/x-www-form-urlencoded"

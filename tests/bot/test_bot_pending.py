@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from bot.fleet import group_value
+from bot.core.refs import group_value
 from tests.bot.conftest import Bot
 
 
@@ -20,7 +20,7 @@ def test_an_operator_sees_every_group_with_a_button_each(bot: Bot) -> None:
     assert reply.status == 200
     text, blocks = _reply(bot)
     shown = json.dumps(blocks)
-    assert "stuck GPU workload(s)" in text and "all namespaces" in shown
+    assert "stuck workload(s)" in text and "all namespaces" in shown
     buttons = [b["accessory"] for b in blocks if b.get("accessory")]
     assert buttons and all(b["action_id"] == "gpu_group_thread" for b in buttons)
     assert "team-a/train-x" in shown
@@ -41,7 +41,7 @@ def test_a_namespace_the_tenant_may_not_see_reads_as_empty(bot: Bot) -> None:
     assert json.dumps(theirs).replace("team-b", "N") == json.dumps(missing).replace(
         "no-such-ns", "N"
     )
-    assert "0 stuck GPU workload(s)" in json.dumps(theirs)
+    assert "0 stuck workload(s)" in json.dumps(theirs)
 
 
 def test_bad_pending_options_get_a_one_line_usage_error(bot: Bot) -> None:
@@ -94,6 +94,6 @@ def test_a_mention_answers_in_the_thread_what_the_channel_may_see(bot: Bot) -> N
 def test_a_tenant_mentioning_the_bot_elsewhere_shows_the_channel_nothing(bot: Bot) -> None:
     bot.slack.mention("pending", user="UTENA", channel="CRANDOM", thread_ts="1700000000.000300")
     [public] = _posted(bot, "chat.postMessage", 1)
-    assert "team-a/" not in public and "0 stuck GPU workload(s)" in public
+    assert "team-a/" not in public and "0 stuck workload(s)" in public
     [private] = _posted(bot, "chat.postEphemeral", 1)
     assert "team-a/train-x" in private and "team-b/" not in private

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, text
 
-from bot.testing import FakeSlack, SlackSender
+from bot.slack.testing import FakeSlack, SlackSender
 from incidents import IncidentStore
 from kube.testing import FakeApiServer
 from tests.bot.bot_cluster import objects

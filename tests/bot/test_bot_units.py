@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands import (
+from bot.core.commands import (
     ListClusters,
     ListIncidents,
     Pending,
@@ -18,15 +18,26 @@ from bot.commands import (
     UsageError,
     VerifyNode,
     WhyPending,
-    parse,
-    parse_mention,
 )
-from bot.mrkdwn import escape, truncate
-from bot.policy import AccessPolicy, PolicyError, UsergroupCache, load_policy
-from bot.render import MAX_BLOCKS, ButtonRef, report_blocks
-from bot.work import Done, Flights, WorkerPool
+from bot.core.policy import AccessPolicy, PolicyError, UsergroupCache
+from bot.core.refs import ButtonRef
+from bot.core.registry import parse
+from bot.core.work import Done, Flights, WorkerPool
+from bot.slack.app import parse_mention
+from bot.slack.blocks import MAX_BLOCKS, report_blocks
+from bot.slack.ids import load_policy
+from bot.slack.mrkdwn import escape, truncate
 from gpu_triage.settings import SettingsError, load_settings
-from triage import Finding, InvalidNameError, Layer, OwnerRoute, PodRef, Status, TriageReport
+from triage import (
+    Audience,
+    Finding,
+    InvalidNameError,
+    Layer,
+    OwnerRoute,
+    PodRef,
+    Status,
+    TriageReport,
+)
 
 WJ = "\u2060"
 
@@ -92,7 +103,7 @@ def _report(evidence: list[str], *, detail: list[str] | None = None) -> TriageRe
 
 def test_long_evidence_is_truncated_with_a_count_within_slack_limits() -> None:
     report = _report([f"line {i} " + "x" * 2000 for i in range(500)])
-    blocks = report_blocks(report, include_detail=True, ref=ButtonRef(None, "ns", "p", "1"))
+    blocks = report_blocks(report, audience=Audience.OPERATOR, ref=ButtonRef(None, "ns", "p", "1"))
     assert len(blocks) <= MAX_BLOCKS
     text = json.dumps(blocks, ensure_ascii=False)
     assert "… and 492 more" in text
@@ -105,7 +116,7 @@ def test_long_evidence_is_truncated_with_a_count_within_slack_limits() -> None:
 
 
 def test_owner_route_links_channel_and_mentions_usergroup() -> None:
-    blocks = report_blocks(_report(["e"]), include_detail=False, ref=ButtonRef(None, "ns", "p"))
+    blocks = report_blocks(_report(["e"]), audience=Audience.TENANT, ref=ButtonRef(None, "ns", "p"))
     text = json.dumps(blocks)
     assert "<#C0123ABCD>" in text and "<!subteam^S0123ABC>" in text
     assert "<!channel>" not in text
@@ -113,8 +124,12 @@ def test_owner_route_links_channel_and_mentions_usergroup() -> None:
 
 def test_detail_only_for_operators() -> None:
     report = _report(["mine"], detail=["other-ns/their-pod"])
-    tenant = json.dumps(report_blocks(report, include_detail=False, ref=ButtonRef(None, "n", "p")))
-    ops = json.dumps(report_blocks(report, include_detail=True, ref=ButtonRef(None, "n", "p")))
+    tenant = json.dumps(
+        report_blocks(report, audience=Audience.TENANT, ref=ButtonRef(None, "n", "p"))
+    )
+    ops = json.dumps(
+        report_blocks(report, audience=Audience.OPERATOR, ref=ButtonRef(None, "n", "p"))
+    )
     assert "their-pod" not in tenant and "their-pod" in ops
 
 

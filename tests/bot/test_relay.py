@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.relay import Relay
+from bot.core.relay import Relay
 from incidents import IncidentStore
 from incidents.values import Job
 from tests.incidents.incident_helpers import FakeClock

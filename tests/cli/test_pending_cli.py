@@ -1,4 +1,4 @@
-"""`gpu-triage pending` as a user runs it: every stuck GPU workload grouped by root cause."""
+"""`gpu-triage pending` as a user runs it: every stuck workload grouped by root cause."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_all_namespaces_text_leads_with_the_totals_and_the_largest_cause() -> No
     p = run("pending", "-A", "--snapshot", SNAPSHOT)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0].startswith("13 stuck GPU workload(s), 38 GPU(s) waiting, 5 cause(s)")
+    assert lines[0].startswith("20 stuck workload(s), 38 GPU(s) waiting, 6 cause(s)")
     assert lines[2].startswith(
         "1. driver: NVIDIA driver pods failing: pool gpu-triage.io/node-pool=a100"
     )
@@ -56,4 +56,4 @@ def test_namespace_and_all_namespaces_exclude_each_other() -> None:
 def test_an_empty_scope_says_nothing_is_stuck() -> None:
     p = run("pending", "-n", "kube-system", "--snapshot", SNAPSHOT)
     assert p.returncode == 0
-    assert "0 stuck GPU workload(s)" in p.stdout and "nothing stuck" in p.stdout
+    assert "0 stuck workload(s)" in p.stdout and "nothing stuck" in p.stdout

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.builders import H100, cluster, node, operator_pods, pod, without_gpus
 from triage import Layer, TriageReport, triage
 from triage.layers.scheduling.dra_devices import Device, selector_matches
@@ -168,7 +170,9 @@ def test_free_matching_device_means_nothing_blocks() -> None:
     assert r.failing_layer is None
 
 
-def test_claim_reserved_by_another_pod() -> None:
+def test_a_claim_reserved_by_another_pod_is_shared_not_a_blocker() -> None:
+    # a ResourceClaim may be reserved for up to 256 consumers: another pod on its node may
+    # use it too (the claim's node, not its other consumer, is the constraint)
     mine = claim("my-gpu", allocated=["gpu-0"], reserved_for="other-pod")
     r = run(
         plain_node("a1"),
@@ -178,8 +182,18 @@ def test_claim_reserved_by_another_pod() -> None:
         mine,
         dra_pod(),
     )
+    assert r.failing_layer is None, r.headline
+
+
+def test_a_claim_whose_consumer_list_is_full_blocks() -> None:
+    mine = claim("my-gpu", allocated=["gpu-0"])
+    mine["status"]["reservedFor"] = [
+        {"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(256)
+    ]
+    r = run(plain_node("a1"), ops("a1"), device_class(),
+            slice_("a1", [("gpu-0", "NVIDIA A100 80GB")]), mine, dra_pod())  # fmt: skip
     assert r.failing_layer == Layer.SCHEDULING
-    assert "other-pod" in r.finding(Layer.SCHEDULING).summary
+    assert "shared by 256 pods" in r.finding(Layer.SCHEDULING).summary
 
 
 def test_claim_from_template_not_created_yet() -> None:
@@ -261,7 +275,126 @@ def test_cel_subset() -> None:
         )
         is False
     )
+    # an attribute the device does not have is a CEL runtime error: no match, as in the
+    # scheduler; CEL beyond what is evaluated (arithmetic, macros) is None: "not evaluated"
     assert (
         selector_matches("device.attributes['gpu.nvidia.com'].architecture.startsWith('Hop')", d)
-        is None
+        is False
     )
+    assert selector_matches("device.attributes['gpu.nvidia.com'].index + 1 == 4", d) is None
+
+
+# --- any DRA driver, on nodes no vendor labels ----------------------------------------------
+
+EXAMPLE = "gpu.example.com"
+
+
+def bare_node(name: str, **labels: str) -> dict[str, Any]:
+    """A node with no accelerator labels or resources at all: only the slices know its GPUs."""
+    n = without_gpus(node(name, product=None))
+    n["metadata"]["labels"] = {"kubernetes.io/hostname": name, **labels}
+    return n
+
+
+def example_class() -> dict[str, Any]:
+    dc = device_class(EXAMPLE)
+    dc["spec"]["selectors"] = [{"cel": {"expression": f'device.driver == "{EXAMPLE}"'}}]
+    return dc
+
+
+def example_slice(name: str, *, node_name: str | None = None, beta: bool = False,
+                  selector: dict[str, Any] | None = None, models: tuple[str, ...] = ("LATEST-GPU-MODEL",)
+                  ) -> dict[str, Any]:  # fmt: skip
+    devices = []
+    for i, model in enumerate(models):
+        body = {"attributes": {"model": {"string": model}, "driverVersion": {"version": "1.0.0"}},
+                "capacity": {"memory": {"value": "80Gi"}}}  # fmt: skip
+        devices.append({"name": f"gpu-{i}", **({"basic": body} if beta else body)})
+    spec: dict[str, Any] = {"driver": EXAMPLE, "pool": {"name": name, "generation": 1,
+                            "resourceSliceCount": 1}, "devices": devices}  # fmt: skip
+    if node_name:
+        spec["nodeName"] = node_name
+    elif selector:
+        spec["nodeSelector"] = selector
+    else:
+        spec["allNodes"] = True
+    return {
+        "apiVersion": "resource.k8s.io/v1beta1" if beta else "resource.k8s.io/v1",
+        "kind": "ResourceSlice", "metadata": {"name": f"{name}-{EXAMPLE}"}, "spec": spec,
+    }  # fmt: skip
+
+
+def example_claim(
+    name: str, *, beta: bool = False, allocated_on: str | None = None
+) -> dict[str, Any]:
+    body = {"deviceClassName": EXAMPLE, "count": 1, "selectors": [{"cel": {"expression":
+            f'device.attributes["{EXAMPLE}"].model == "LATEST-GPU-MODEL"'}}]}  # fmt: skip
+    request = {"name": "gpu", **body} if beta else {"name": "gpu", "exactly": body}
+    c: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1beta1" if beta else "resource.k8s.io/v1",
+        "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"devices": {"requests": [request]}}, "status": {},
+    }  # fmt: skip
+    if allocated_on:
+        c["status"]["allocation"] = {
+            "devices": {
+                "results": [
+                    {"request": "gpu", "driver": EXAMPLE, "pool": allocated_on, "device": "gpu-0"}
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [allocated_on]}
+                        ]
+                    }
+                ]
+            },
+        }
+    return c
+
+
+@pytest.mark.parametrize("beta", [False, True], ids=["v1", "v1beta1"])
+def test_a_free_device_of_any_driver_on_unlabelled_nodes_is_no_gpu_story(beta: bool) -> None:
+    r = run(bare_node("n1"), bare_node("n2"), example_class(),
+            example_slice("n1", node_name="n1", beta=beta), example_claim("my-gpu", beta=beta),
+            dra_pod())  # fmt: skip
+    assert r.failing_layer is None, r.headline
+    assert "no GPU" not in r.headline and "NVIDIA" not in str(r.findings)
+
+
+def test_devices_of_another_model_are_no_match_on_any_node() -> None:
+    r = run(bare_node("n1"), example_class(),
+            example_slice("n1", node_name="n1", models=("OLD-MODEL",)), example_claim("my-gpu"),
+            dra_pod())  # fmt: skip
+    assert r.failing_layer == Layer.SCHEDULING
+    assert "scheduling.dra-no-matching-device" in r.finding(Layer.SCHEDULING).codes
+
+
+def test_a_slice_for_the_nodes_a_selector_picks_serves_only_those() -> None:
+    pool = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "pool", "operator": "In", "values": ["gpu"]}]}]}  # fmt: skip
+    picked = run(bare_node("n1", pool="gpu"), bare_node("n2", pool="cpu"), example_class(),
+                 example_slice("rack-1", selector=pool), example_claim("my-gpu"), dra_pod())  # fmt: skip
+    assert picked.failing_layer is None, picked.headline
+    p = dra_pod()
+    p["spec"]["nodeSelector"] = {"pool": "cpu"}  # the pod may only use the node the slice skips
+    elsewhere = run(bare_node("n1", pool="gpu"), bare_node("n2", pool="cpu"), example_class(),
+                    example_slice("rack-1", selector=pool), example_claim("my-gpu"), p)  # fmt: skip
+    assert elsewhere.failing_layer == Layer.SCHEDULING
+    assert "n2" in " ".join(elsewhere.finding(Layer.SCHEDULING).evidence)
+
+
+def test_an_allocated_claim_holds_the_pod_to_its_node_even_when_that_node_is_full() -> None:
+    full = bare_node("n1")
+    busy = pod("hog", gpus=0, cpu="96", node_name="n1", phase="Running", selector={})
+    r = run(full, bare_node("n2"), busy, example_class(),
+            example_slice("n1", node_name="n1"), example_slice("n2", node_name="n2"),
+            example_claim("my-gpu", allocated_on="n1"), dra_pod())  # fmt: skip
+    assert r.failing_layer == Layer.SCHEDULING
+    f = r.finding(Layer.SCHEDULING)
+    assert f.codes == ["scheduling.insufficient"] and f.summary.startswith("1 of 1 node(s)")
+    assert "ResourceClaim my-gpu is already allocated" in f.evidence[0] and "(n1)" in f.evidence[0]
+    assert any(e.startswith("node n1: 96/96 cpu allocated") for e in f.evidence)
+    assert not any(e.startswith("node n2") for e in f.evidence)  # free, but not where its GPU is

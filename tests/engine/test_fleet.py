@@ -1,4 +1,4 @@
-"""The fleet view: every stuck GPU workload grouped by its root cause, largest GPU wait first,
+"""The fleet view: every stuck workload grouped by its root cause, largest GPU wait first,
 and what a tenant sees of it."""
 
 from __future__ import annotations
@@ -27,10 +27,16 @@ def names(group: object) -> set[str]:
 def test_workloads_with_one_cause_form_one_group_across_tenants(fleet: Sweep) -> None:
     by_cause = {(g.layer, g.code): g for g in fleet.groups}
     driver = by_cause[(Layer.DRIVER, "driver.pod-failing")]
-    assert names(driver) == {
+    tenants = {m for m in names(driver) if not m.startswith("gpu-operator/")}
+    assert tenants == {
         "team-vision/resnet-train", "research/fold-a100", "team-vision/vit-sweep",
         "research/md-sim", "team-vision/notebook-ana",
     }  # fmt: skip
+    # the operator's own pods wait for the same driver: listed once per DaemonSet, no GPUs
+    operands = [m for m in driver.members if m.namespace == "gpu-operator"]
+    assert {m.kind for m in operands} == {"DaemonSet"} and len(operands) == 6
+    assert {m.name for m in operands} >= {"nvidia-driver-daemonset", "nvidia-operator-validator"}
+    assert sum(m.gpus for m in operands) == 0
     assert driver.blocking == [
         "pool gpu-triage.io/node-pool=a100", "node gpu-a100-01", "node gpu-a100-02"
     ]  # fmt: skip
@@ -49,7 +55,7 @@ def test_workloads_with_one_cause_form_one_group_across_tenants(fleet: Sweep) ->
     assert rq.blocking == ["ResourceQuota team-nlp/gpu-quota"]
     label = by_cause[(Layer.SCHEDULING, "scheduling.selector-mismatch")]
     assert label.blocking == ["label nvidia.com/gpu.product=NVIDIA-H200-141GB"]
-    assert len(fleet.groups) == 5
+    assert len(fleet.groups) == 6  # and the CPU-only pod's
 
 
 def test_groups_sort_by_gpus_waiting_and_name_no_workload_in_the_cause(fleet: Sweep) -> None:
@@ -59,12 +65,16 @@ def test_groups_sort_by_gpus_waiting_and_name_no_workload_in_the_cause(fleet: Sw
     every_name = {m.name for g in fleet.groups for m in g.members}
     for g in fleet.groups:
         assert not any(n in g.cause for n in every_name), g.cause
-    assert fleet.workloads == 13 and fleet.gpus == sum(gpus)
+    assert fleet.workloads == 20 and fleet.gpus == sum(gpus)
 
 
-def test_running_and_cpu_only_workloads_are_not_stuck_gpu_workloads(fleet: Sweep) -> None:
+def test_running_workloads_are_not_stuck_and_a_blocked_cpu_pod_is(fleet: Sweep) -> None:
     listed = {m.name for g in fleet.groups for m in g.members} | {m.name for m in fleet.waiting}
-    assert "protein-fold" not in listed and "etl-cpu" not in listed
+    assert "protein-fold" not in listed
+    # why-pending calls the CPU-only pod blocked (200 cpu on 32-cpu nodes): so does the sweep
+    cpu = next(g for g in fleet.groups if names(g) == {"research/etl-cpu"})
+    assert cpu.code == "scheduling.request-too-large" and cpu.gpus == 0
+    assert fleet.groups[-1] is cpu  # no GPU waits on it: it sorts last
     assert not fleet.errors
 
 
@@ -118,7 +128,7 @@ class Counting:
 def test_a_sweep_lists_events_once_for_all_its_triages() -> None:
     source = Counting(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
     result = sweep(source)  # type: ignore[arg-type]
-    assert result.workloads == 13
+    assert result.workloads == 20
     assert source.event_lists == 1 and source.events_for_calls == 0
     # and the events still reach the reports: FailedCreate is the evidence of a rejected Job
     rq = next(g for g in result.groups if g.code == "quota.resourcequota-exceeded")
@@ -128,8 +138,16 @@ def test_a_sweep_lists_events_once_for_all_its_triages() -> None:
 
 def test_the_demo_cluster_groups_every_stuck_workload() -> None:
     demo = sweep(load_snapshot(Path(__file__).parents[2] / "gpu_triage/demo/cluster.yaml"))
-    assert demo.workloads == 7 and not demo.errors
-    assert {g.layer for g in demo.groups} == set(Layer)
+    assert not demo.errors
+    tenants = [m for g in demo.groups for m in g.members if m.namespace != "gpu-operator"]
+    assert len(tenants) == 7 and {g.layer for g in demo.groups} == set(Layer)
+    # the operator's own pods on the broken nodes are listed under their DaemonSets, at the
+    # layer that stops them: the crashing driver, the node whose plugin advertises nothing
+    operands = {(g.code, m.name) for g in demo.groups for m in g.members} - {
+        (g.code, m.name) for g in demo.groups for m in tenants if m in g.members
+    }
+    assert ("driver.pod-failing", "nvidia-operator-validator") in operands
+    assert ("device-plugin.no-gpu-resource", "nvidia-device-plugin-daemonset") in operands
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def test_a_cpu_pod_with_a_label_typo_is_told_so_plainly() -> None:
     out = why_pending(case["file"], case["namespace"], case["name"])
     assert out.splitlines()[2] == (
         "  scheduling: no node has the label(s) the pod's nodeSelector asks for: "
-        "gpu-triage.io/node-pool=cpu-hihgmem (the pod requests no GPU)"
+        "gpu-triage.io/node-pool=cpu-hihgmem (pod requests 16Gi memory, 4 cpu)"
     )
     assert "driver" not in out.split("[FAIL]")[1].split("[ok]")[0]  # no GPU-node noise
     assert "Owner: nlp-platform" in out

@@ -1,5 +1,5 @@
-"""Which workloads `gpu-triage demo` triages: GPU pods not running, and GPU workloads that
-created no pods (quota rejected them, or a queue holds them), however they ask for GPUs."""
+"""Which workloads a sweep triages: pods not running, and workloads that created no pods
+(quota rejected them, or a queue holds them), however they ask for GPUs or for none."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def job(name: str, template: dict[str, Any], *, complete: bool = False) -> dict[
     }
 
 
-def test_podless_jobs_asking_for_gpus_through_limits_or_dra_claims_are_listed() -> None:
+def test_podless_jobs_are_listed_whatever_they_ask_and_finished_ones_are_not() -> None:
     limits = pod("x", gpus=2)["spec"]
     claims = pod("x", gpus=0)["spec"] | {
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
@@ -33,4 +33,6 @@ def test_podless_jobs_asking_for_gpus_through_limits_or_dra_claims_are_listed() 
         job("cpu", cpu_only),
     )
     found = [(s.namespace, s.name) for s in stuck_workloads(source)]
-    assert found == [("team-a", "dra"), ("team-a", "extended")]
+    assert found == [("team-a", "cpu"), ("team-a", "dra"), ("team-a", "extended")]
+    gpus = {s.name: s.gpus for s in stuck_workloads(source)}
+    assert gpus == {"cpu": 0, "dra": 1, "extended": 2}

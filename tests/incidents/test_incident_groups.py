@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from incidents import IncidentStore
+from incidents import IncidentStore, ThreadRef
 from tests.incidents.incident_helpers import FakeClock
 from triage import load_snapshot
 from triage.fleet import Group, sweep
@@ -76,7 +76,7 @@ def test_the_first_post_is_claimed_once(db_url: str, groups: list[Group]) -> Non
         assert store.groups.claim_post(gid, channel="#gpu-infra") is None
         store.groups.release_post(gid)  # the post failed: a later cycle may try again
         assert store.groups.claim_post(gid, channel="#gpu-infra") is not None
-        store.groups.attach_thread(gid, channel="#gpu-infra", thread_ts="1.1")
+        store.groups.attach_thread(gid, thread=ThreadRef("slack", "#gpu-infra", "1.1"))
         store.groups.release_post(gid)  # posted: releasing is a no-op
         assert store.groups.claim_post(gid, channel="#gpu-infra") is None
         assert store.groups.posts_since("#gpu-infra", change.group.opened_at) == 1
@@ -96,7 +96,7 @@ def test_a_claim_left_by_a_replica_that_died_before_posting_is_taken_over(
         assert store.groups.claim_post(gid, channel="#gpu-infra") is None
         clock.advance(seconds=61)
         assert store.groups.claim_post(gid, channel="#gpu-infra") is not None
-        store.groups.attach_thread(gid, channel="#gpu-infra", thread_ts="1.1")
+        store.groups.attach_thread(gid, thread=ThreadRef("slack", "#gpu-infra", "1.1"))
         clock.advance(hours=1)  # posted: never claimed again, however old
         assert store.groups.claim_post(gid, channel="#gpu-infra") is None
 

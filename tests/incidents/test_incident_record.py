@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from incidents import IncidentStatus, IncidentStore, Resolution
+from incidents import IncidentStatus, IncidentStore, Resolution, ThreadRef
 from tests.incidents.incident_helpers import FakeClock, MakeReport
 from triage.model import Answer, Layer
 
@@ -158,9 +158,9 @@ def test_workloads_are_told_apart(store: IncidentStore, make_report: MakeReport)
 def test_attach_thread(store: IncidentStore, make_report: MakeReport) -> None:
     inc = store.record(make_report(), requested_by="U1", duration_ms=1, channel="C1").incident
     assert inc is not None
-    store.attach_thread(inc.id, channel="C2", thread_ts="1712345678.000100")
+    store.attach_thread(inc.id, thread=ThreadRef("slack", "C2", "1712345678.000100"))
     got = store.get(inc.id)
-    assert got is not None and (got.channel, got.thread_ts) == ("C2", "1712345678.000100")
+    assert got is not None and (got.channel, got.thread) == ("C2", "1712345678.000100")
 
 
 def test_a_run_that_could_not_judge_neither_resolves_nor_opens(

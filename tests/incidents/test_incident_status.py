@@ -10,6 +10,7 @@ from incidents import (
     IncidentStore,
     InvalidTransitionError,
     Resolution,
+    ThreadRef,
 )
 from tests.incidents.incident_helpers import FakeClock, MakeReport
 from triage.model import Layer
@@ -57,7 +58,7 @@ def test_unknown_incident(store: IncidentStore) -> None:
     with pytest.raises(IncidentNotFoundError, match=r"^incident 999 does not exist$"):
         store.set_status(999, IncidentStatus.RESOLVED, by="x")
     with pytest.raises(IncidentNotFoundError):
-        store.attach_thread(999, channel="C", thread_ts="1.2")
+        store.attach_thread(999, thread=ThreadRef("slack", "C", "1.2"))
 
 
 def test_list_filters_and_order(

@@ -31,6 +31,7 @@ class FakeEngine:
         name: str,
         config: EngineConfig | None = None,
         playbook: Playbook | None = None,
+        nodes: bool = False,
     ) -> TriageReport:
         self.calls.append(
             {"source": source, "namespace": namespace, "name": name, "config": config}
@@ -83,19 +84,30 @@ def test_run_records_and_counts(store: IncidentStore) -> None:
     assert [r.duration_ms for r in store.runs(first.incident.id)] == [250.0, 500.0]
 
     s = _samples(metrics)
-    assert s[("triages_total", (("layer", "driver"),))] == 2
-    assert s[("triages_total", (("layer", "quota"),))] == 0
-    assert s[("open_incidents", (("layer", "driver"),))] == 1
-    assert s[("incident_store_up", ())] == 1
-    assert s[("triage_duration_seconds_count", ())] == 2
-    assert s[("triage_duration_seconds_sum", ())] == pytest.approx(0.75)
+    assert s[("gpu_triage_triages_total", (("layer", "driver"),))] == 2
+    assert s[("gpu_triage_triages_total", (("layer", "quota"),))] == 0
+    assert s[("gpu_triage_open_incidents", (("layer", "driver"),))] == 1
+    assert s[("gpu_triage_incident_store_up", ())] == 1
+    assert s[("gpu_triage_triage_duration_seconds_count", ())] == 2
+    assert s[("gpu_triage_triage_duration_seconds_sum", ())] == pytest.approx(0.75)
 
     third = service.run(cluster=None, namespace="ml", name="train-0", requested_by="U3")
     assert third.auto_resolved == [first.incident.id]
     assert third.incident is not None and third.incident.status is IncidentStatus.RESOLVED
     s = _samples(metrics)
-    assert s[("triages_total", (("layer", "none"),))] == 1
-    assert s[("open_incidents", (("layer", "driver"),))] == 0
+    assert s[("gpu_triage_triages_total", (("layer", "none"),))] == 1
+    assert s[("gpu_triage_open_incidents", (("layer", "driver"),))] == 0
+    # resolved: how long it took, per layer, for the dashboard (the last day's)
+    assert s[("gpu_triage_incidents_resolved_last_day", (("layer", "driver"),))] == 1
+    took = s[
+        ("gpu_triage_incident_time_to_resolve_seconds", (("layer", "driver"), ("quantile", "0.5")))
+    ]
+    assert 0 <= took < 60
+    assert (
+        "gpu_triage_incident_time_to_resolve_seconds",
+        (("layer", "quota"), ("quantile", "0.5")),
+    ) not in s
+    assert not [name for name, _ in s if name.endswith("_created")]
 
 
 def test_store_down_still_answers() -> None:
@@ -111,9 +123,9 @@ def test_store_down_still_answers() -> None:
         assert outcome.store_error.startswith("incident database postgresql+psycopg://u:***@")
         assert "\n" not in outcome.store_error
         s = _samples(metrics)  # the scrape itself must not fail
-    assert s[("triages_total", (("layer", "quota"),))] == 1
-    assert s[("incident_store_up", ())] == 0
-    assert not any(name == "open_incidents" for name, _ in s)
+    assert s[("gpu_triage_triages_total", (("layer", "quota"),))] == 1
+    assert s[("gpu_triage_incident_store_up", ())] == 0
+    assert not any(name == "gpu_triage_open_incidents" for name, _ in s)
 
 
 def test_engine_errors_propagate_and_count_nothing(store: IncidentStore) -> None:
@@ -122,7 +134,7 @@ def test_engine_errors_propagate_and_count_nothing(store: IncidentStore) -> None
     with pytest.raises(NotFoundError):
         service.run(cluster=None, namespace="ml", name="ghost", requested_by="U1")
     assert store.list() == []
-    assert _samples(metrics)[("triage_duration_seconds_count", ())] == 0
+    assert _samples(metrics)[("gpu_triage_triage_duration_seconds_count", ())] == 0
 
 
 def test_without_store() -> None:
@@ -131,14 +143,14 @@ def test_without_store() -> None:
         cluster=None, namespace="ml", name="train-0", requested_by=None
     )
     assert (outcome.incident, outcome.store_error) == (None, None)
-    assert not any(name == "incident_store_up" for name, _ in _samples(metrics))
+    assert not any(name == "gpu_triage_incident_store_up" for name, _ in _samples(metrics))
 
 
 def test_registries_are_independent_and_served_over_wsgi() -> None:
     a, b = Metrics(), Metrics()
     a.observe(make_report(Layer.SCHEDULING), duration_ms=10)
-    assert _samples(a)[("triages_total", (("layer", "scheduling"),))] == 1
-    assert _samples(b)[("triages_total", (("layer", "scheduling"),))] == 0
+    assert _samples(a)[("gpu_triage_triages_total", (("layer", "scheduling"),))] == 1
+    assert _samples(b)[("gpu_triage_triages_total", (("layer", "scheduling"),))] == 0
 
     status: list[str] = []
     environ = {
@@ -152,4 +164,4 @@ def test_registries_are_independent_and_served_over_wsgi() -> None:
     }
     body = b"".join(a.metrics_app()(environ, lambda s, h, *_: status.append(s)))  # type: ignore[arg-type]
     assert status == ["200 OK"]
-    assert b'triages_total{layer="scheduling"} 1.0' in body
+    assert b'gpu_triage_triages_total{layer="scheduling"} 1.0' in body

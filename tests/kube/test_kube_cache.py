@@ -277,23 +277,25 @@ def kind_labels(kind: str, **extra: str) -> tuple[tuple[str, str], ...]:
 
 def test_metrics_show_each_watch_and_what_it_holds(api: FakeApiServer, cache: CachedSource) -> None:
     m = scrape(cache)
-    assert m[("cluster_cache_objects", kind_labels("Pod"))] == 30
-    assert m[("cluster_cache_objects", kind_labels("Node"))] == 4
-    assert m[("cluster_cache_watch_state", kind_labels("Pod", state="synced"))] == 1
-    assert m[("cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 0
-    assert m[("cluster_cache_watch_down_seconds", kind_labels("Pod"))] == 0
-    assert m[("cluster_cache_relists_total", kind_labels("Pod"))] == 0
+    assert m[("gpu_triage_cluster_cache_objects", kind_labels("Pod"))] == 30
+    assert m[("gpu_triage_cluster_cache_objects", kind_labels("Node"))] == 4
+    assert m[("gpu_triage_cluster_cache_watch_state", kind_labels("Pod", state="synced"))] == 1
+    assert m[("gpu_triage_cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 0
+    assert m[("gpu_triage_cluster_cache_watch_down_seconds", kind_labels("Pod"))] == 0
+    assert m[("gpu_triage_cluster_cache_relists_total", kind_labels("Pod"))] == 0
     # Every kind synced by the watch-list protocol, then watched: no list page was needed.
-    assert m[("cluster_api_watches_total", (("cluster", "fake"),))] >= 2 * len(cache.health())
-    assert m[("cluster_api_requests_total", (("cluster", "fake"),))] == 0
+    assert m[("gpu_triage_cluster_api_watches_total", (("cluster", "fake"),))] >= 2 * len(
+        cache.health()
+    )
+    assert m[("gpu_triage_cluster_api_requests_total", (("cluster", "fake"),))] == 0
 
     api.stop()
     wait_for(lambda: any(k.kind == "Pod" and k.state == "failing" for k in cache.health()))
     time.sleep(0.01)
     m = scrape(cache)
-    assert m[("cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 1
-    assert m[("cluster_cache_watch_down_seconds", kind_labels("Pod"))] > 0
-    assert m[("cluster_cache_objects", kind_labels("Pod"))] == 30  # still served
+    assert m[("gpu_triage_cluster_cache_watch_state", kind_labels("Pod", state="failing"))] == 1
+    assert m[("gpu_triage_cluster_cache_watch_down_seconds", kind_labels("Pod"))] > 0
+    assert m[("gpu_triage_cluster_cache_objects", kind_labels("Pod"))] == 30  # still served
 
 
 def test_metrics_tell_a_forbidden_kind_from_a_broken_watch(
@@ -306,9 +308,9 @@ def test_metrics_tell_a_forbidden_kind_from_a_broken_watch(
         assert src.start().wait_synced(10)
         m = scrape(src)
         quota = kind_labels("ResourceQuota", state="forbidden")
-        assert m[("cluster_cache_watch_state", quota)] == 1
-        assert m[("cluster_cache_watch_down_seconds", kind_labels("ResourceQuota"))] == 0
-        assert m[("cluster_cache_watch_state", kind_labels("Node", state="synced"))] == 1
+        assert m[("gpu_triage_cluster_cache_watch_state", quota)] == 1
+        assert m[("gpu_triage_cluster_cache_watch_down_seconds", kind_labels("ResourceQuota"))] == 0
+        assert m[("gpu_triage_cluster_cache_watch_state", kind_labels("Node", state="synced"))] == 1
     finally:
         src.close()
 

@@ -126,7 +126,9 @@ def test_dockerfile_is_multistage_nonroot_with_healthcheck() -> None:
     froms = re.findall(r"^FROM (\S+)", text, re.M)
     assert len(froms) == 2 and all(re.match(r"python:3\.11\.\d+-slim", f) for f in froms)
     assert re.search(r"^USER 10001", text, re.M) and "/healthz" in text
-    assert 'CMD ["bot"]' in text and "pip install /dist/*.whl" in text  # the built wheel
+    assert (
+        'CMD ["bot"]' in text and 'pip install "$(echo /dist/*.whl)[bot]"' in text
+    )  # the built wheel
 
 
 @pytest.mark.skipif(
@@ -167,7 +169,7 @@ def test_helm_template_renders_both_ways() -> None:
     reason="helm is not on PATH (make test installs it through .ci/tools)",
 )
 def test_alerts_values_reach_the_bot_as_a_file_it_can_load(tmp_path: Path) -> None:
-    from bot.alerts import load_alerts
+    from bot.core.alerts import load_alerts
 
     alerts = "interval_seconds: 30\nchannels:\n  '#gpu-infra': {quiet_hours: '22:00-07:00'}\n"
     values = tmp_path / "values.yaml"

@@ -18,55 +18,17 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _dockerignore() -> list[re.Pattern[str]]:
-    """`.dockerignore` as regexes over context-relative paths (Docker's `**`, `*`, `?`)."""
-    patterns = []
-    for line in (ROOT / ".dockerignore").read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        assert not line.startswith("!"), "exceptions are not modelled here"
-        regex = re.escape(line.strip("/"))
-        regex = regex.replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*")
-        regex = regex.replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
-        patterns.append(re.compile(regex + r"\Z"))
-    return patterns
-
-
-def _ignore(patterns: list[re.Pattern[str]]) -> Callable[[str, list[str]], set[str]]:
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        rel = Path(directory).relative_to(ROOT).as_posix()
-        prefix = "" if rel == "." else rel + "/"
-        return {n for n in names if any(p.match(prefix + n) for p in patterns)}
-
-    return ignore
+from tests.verify.wheels import ROOT, build_wheel
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from the image's build context (what `pip wheel .` builds there)."""
-    tmp = tmp_path_factory.mktemp("image")
-    context, dist = tmp / "src", tmp / "dist"
-    shutil.copytree(ROOT, context, ignore=_ignore(_dockerignore()), symlinks=True)
-    assert not (context / "tests").exists() and (context / "assist").is_dir()
-    hook = "import sys; from setuptools import build_meta as b; print(b.build_wheel(sys.argv[1]))"
-    build = subprocess.run(
-        [sys.executable, "-c", hook, str(dist)],
-        cwd=context,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, build.stderr[-3000:]
-    return dist / build.stdout.strip().splitlines()[-1]
+    return build_wheel(tmp_path_factory.mktemp("image"))
 
 
 def _unpack(wheel: Path, into: Path) -> Path:
@@ -123,7 +85,7 @@ def test_the_dockerfile_installs_that_wheel_and_smoke_tests_it_outside_the_sourc
     assert [ln for ln in builder if ln.startswith("COPY")] == ["COPY . ."]  # nothing hand-listed
     text = "\n".join(builder)
     assert "pip wheel --no-deps --wheel-dir /dist ." in text
-    assert "/opt/venv/bin/pip install /dist/*.whl" in text
+    assert '/opt/venv/bin/pip install "$(echo /dist/*.whl)[bot]"' in text  # with the bot
     smoke = text.index("python -m gpu_triage.selfcheck")
     assert text.rindex("WORKDIR /\n", 0, smoke) > text.rindex("WORKDIR /src", 0, smoke)
     assert "gpu-triage bot --help" in text[text.rindex("WORKDIR /\n", 0, smoke) :]

@@ -24,7 +24,10 @@ class MemorySource(SourceDefaults):
     """A ClusterSource over objects held in memory (a snapshot, a test fixture, a cache copy).
 
     `not_served` names the kinds it does not hold, with why (a snapshot taken without them):
-    reading one raises NotServedError, so the layers that need it are unknown."""
+    reading one raises NotServedError, so the layers that need it are unknown. `scope` names
+    the namespaces it holds of some kinds (a snapshot of some namespaces): reading another
+    one, or all, raises too. `notes` are what every report must say it lacks
+    (`triage.cluster.coverage`)."""
 
     def __init__(
         self,
@@ -32,9 +35,13 @@ class MemorySource(SourceDefaults):
         *,
         cluster_name: str = "snapshot",
         not_served: Mapping[str, str] | None = None,
+        scope: Mapping[str, frozenset[str]] | None = None,
+        notes: Iterable[str] = (),
     ) -> None:
         self._cluster_name = cluster_name
         self.not_served = dict(not_served or {})
+        self.scope = dict(scope or {})
+        self._notes = list(notes)
         self._by_kind: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in ALL_KINDS}
         for obj in objects:
             kind = obj.get("kind")
@@ -100,15 +107,23 @@ class MemorySource(SourceDefaults):
                     newest = t
         return newest
 
+    def coverage_notes(self) -> list[str]:
+        return list(self._notes)
+
     def _served(self, kind: str, verb: str, namespace: str | None) -> None:
         why = self.not_served.get(kind)
+        held = self.scope.get(kind)
+        if held is not None and namespace not in held and kind != "Event":
+            why = (
+                f"the snapshot holds {kind} objects of namespace(s) {', '.join(sorted(held))} only"
+            )
         if why is not None:
             rt = ALL_KINDS[kind]
             resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
             raise NotServedError(why, verb=verb, resource=resource, namespace=namespace)
 
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
-        if self.not_served:
+        if self.not_served or self.scope:
             self._served(kind, "get", namespace)
         found = self._by_kind.get(kind, {}).get((namespace or "", name))
         # A snapshot taken without namespaces: a namespace exists if anything lives in it.
@@ -124,7 +139,7 @@ class MemorySource(SourceDefaults):
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
         """One list per kind and namespace while its objects are unchanged, as a watch cache
         hands them out (`Informer.items`): a reader must not change it."""
-        if self.not_served:
+        if self.not_served or self.scope:
             self._served(kind, "list", namespace)
         found = self._lists.get((kind, namespace))
         if found is None:

@@ -80,7 +80,7 @@ def _amount(cpu: bool, value: str) -> int:
 def fmt_amount(resource: str, value: int) -> str:
     if resource == "cpu":
         return f"{value / 1000:g}" if value % 1000 == 0 else f"{value}m"
-    if resource in ("memory", "ephemeral-storage"):
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
         for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
             if value >= size and value % size == 0:
                 return f"{value // size}{unit}"
@@ -152,6 +152,68 @@ def _effective_requests(spec: Obj) -> dict[str, int]:
     for r, v in resources(spec.get("overhead")).items():
         total[r] = total.get(r, 0) + v
     return {r: v for r, v in total.items() if v > 0}
+
+
+def request_sources(pod: Obj) -> dict[str, str]:
+    """Per requested resource, what drives the pod's effective request, as a person says it:
+    "container trainer", "init container fetch", "containers a, b and sidecar c", with
+    "+ pod overhead" when overhead adds to it."""
+    spec = pod.get("spec") or {}
+    running: dict[str, list[str]] = {}
+    for c in spec.get("containers") or []:
+        for r, v in _container_requests(c).items():
+            if v > 0:
+                running.setdefault(r, []).append(f"container {c.get('name')}")
+    sidecars: dict[str, list[tuple[str, int]]] = {}
+    peak: dict[str, tuple[int, str]] = {}
+    for c in spec.get("initContainers") or []:
+        req = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            for r, v in req.items():
+                if v > 0:
+                    sidecars.setdefault(r, []).append((f"sidecar {c.get('name')}", v))
+                    running.setdefault(r, []).append(f"sidecar {c.get('name')}")
+            continue
+        for r, v in req.items():
+            with_sidecars = v + sum(x for _, x in sidecars.get(r, []))
+            if v > 0 and with_sidecars > peak.get(r, (0, ""))[0]:
+                peak[r] = (with_sidecars, f"init container {c.get('name')}")
+    totals = _effective_requests(spec)
+    out: dict[str, str] = {}
+    for r in totals:
+        run_sum = sum(_container_requests(c).get(r, 0) for c in spec.get("containers") or [])
+        run_sum += sum(v for _, v in sidecars.get(r, []))
+        if r in peak and peak[r][0] > run_sum:
+            who = peak[r][1]
+        else:
+            names = running.get(r, [])
+            who = (
+                names[0]
+                if len(names) == 1
+                else ", ".join(names[:-1]) + f" and {names[-1]}"
+                if names
+                else ""
+            )
+        if r in resources(spec.get("overhead")):
+            who = f"{who} + pod overhead" if who else "pod overhead"
+        out[r] = who
+    return out
+
+
+def asks(pod: Obj, wanted: Mapping[str, int]) -> str:
+    """The pod's request of `wanted` resources and what drives each: "the pod asks 8
+    nvidia.com/gpu (init container fetch)"."""
+    sources = request_sources(pod)
+    drivers = {sources.get(r, "") for r in wanted}
+    if len(drivers) == 1:  # one container (or the same set) asks all of it: say so once
+        who = drivers.pop()
+        said = ", ".join(f"{fmt_amount(r, v)} {r}" for r, v in wanted.items())
+        return f"the pod asks {said}" + (f" ({who})" if who else "")
+    parts = [
+        f"{fmt_amount(r, v)} {r}" + (f" ({sources[r]})" if sources.get(r) else "")
+        for r, v in wanted.items()
+    ]
+    return "the pod asks " + ", ".join(parts)
 
 
 def gpu_requests(pod: Obj) -> dict[str, int]:

@@ -1,13 +1,17 @@
 """Cluster state from files: what `kubectl get … -o yaml|json` printed.
 
-Accepts a `v1 List` (or any `*List`), a single object, multi-document YAML, JSON, or a folder
-of such files. Kinds the engine does not read are ignored; anything that is not Kubernetes
-objects is a `MalformedSnapshotError` naming the file, the object and the problem.
+Accepts a `v1 List` (or any `*List`), a single object, multi-document YAML, JSON, a folder
+of such files, or a `.tar.gz` of them (what `gpu-triage snapshot` writes). Kinds the engine
+does not read are ignored; anything that is not Kubernetes objects is a
+`MalformedSnapshotError` naming the file, the object and the problem. A `SnapshotManifest`
+among the objects says what the snapshot collected (`triage.cluster.coverage`).
 
 A snapshot is checked as the API server would check what it stores, within bounds any input
 meets (`triage.cluster.bounded`): regular files only (a FIFO or a device would block or never
 end), a total size limit, bounded nesting and YAML aliases, and the fields the engine reads of
-the right types with valid quantities (`triage.cluster.schema`). Two different copies of one
+the right types with valid quantities (`triage.cluster.schema`). An archive is read as a stream
+and never unpacked to disk: its regular members only (a link or a device is refused, and so
+is a name reaching outside it), and at most twice the size limit decompressed in all. Two different copies of one
 object are refused (which one is the cluster's?); objects of an API version the engine does
 not read are set aside, and their kind then reads as not in the snapshot, so the layers that
 need it say "unknown" instead of judging without it. A snapshot with pods but no nodes holds
@@ -19,13 +23,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage.cluster.archive import ARCHIVES, read_archive, read_handle
 from triage.cluster.bounded import TooComplexError, check_depth, first_line, loads_json, loads_yaml
+from triage.cluster.coverage import (
+    MANIFEST_API,
+    MANIFEST_KIND,
+    Manifest,
+    ManifestError,
+    from_manifest,
+    without_manifest,
+)
 from triage.cluster.memory import MemorySource
 from triage.cluster.objects import Obj
 from triage.cluster.schema import InvalidObjectError, check
@@ -68,10 +80,15 @@ def values_in(path: Path, data: bytes) -> int:
 
 @dataclass
 class Loaded:
-    """What a snapshot holds: its objects, and the kinds it cannot serve, with why."""
+    """What a snapshot holds: its objects, the kinds it cannot serve (with why), the
+    namespaces it holds of some kinds, what every report must say it lacks, and the cluster
+    its manifest names."""
 
     objects: list[Obj] = field(default_factory=list)
     not_served: dict[str, str] = field(default_factory=dict)
+    scope: dict[str, frozenset[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    cluster: str | None = None
 
 
 def _files(root: Path) -> list[Path]:
@@ -93,19 +110,23 @@ def _files(root: Path) -> list[Path]:
 def _read(path: Path, budget: int) -> bytes:
     """The file's bytes, if it is a regular file within `budget` bytes. Opened without
     blocking and checked on the open descriptor: a FIFO or a device is refused, not read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as e:
-        raise MalformedSnapshotError(f"{path}: cannot read: {e.strerror or e}") from e
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            what = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-            raise MalformedSnapshotError(f"{path}: not a regular file ({what})")
+    with read_handle(path) as f:
         data = f.read(budget + 1)
     if len(data) > budget:
         raise MalformedSnapshotError(f"{path}: the snapshot is larger than {_limit()}")
     return data
+
+
+def _inputs(root: Path, budget: int) -> Iterator[tuple[Path, bytes]]:
+    """(name, bytes) of each snapshot file, within `budget` bytes in all: a folder's files,
+    an archive's members, or the one file."""
+    if root.is_file() and root.name.endswith(ARCHIVES):
+        yield from read_archive(root, budget, limit=_limit())
+        return
+    for f in _files(root):
+        data = _read(f, budget)
+        budget -= len(data)
+        yield f, data
 
 
 def _limit() -> str:
@@ -199,18 +220,22 @@ def read_snapshot(path: str | Path) -> Loaded:
     root = Path(path)
     if not root.exists():
         raise MalformedSnapshotError(f"{root}: no such file or directory")
-    budget, values = max_mb() << 20, max_mb() * VALUES_PER_MB
+    values = max_mb() * VALUES_PER_MB
     out = Loaded()
     seen: dict[tuple[str, str, str], tuple[Obj, Path]] = {}
     versions: dict[str, set[str]] = {}
+    manifest: Manifest | None = None
     others = 0  # objects of kinds the engine does not read
-    for f in _files(root):
-        data = _read(f, budget)
-        budget -= len(data)
+    for f, data in _inputs(root, max_mb() << 20):
         values -= values_in(f, data)
         if values < 0:
             raise MalformedSnapshotError(f"{f}: the snapshot holds more values than {_limit()}")
         for obj in _flatten(_document(f, data), f):
+            if obj.get("kind") == MANIFEST_KIND and obj.get("apiVersion") == MANIFEST_API:
+                if manifest is not None:
+                    raise MalformedSnapshotError(f"{f}: a second {MANIFEST_KIND}")
+                manifest = _manifest(obj, f)
+                continue
             kind = _checked(obj, f)
             if kind is None:
                 others += 1
@@ -242,9 +267,21 @@ def read_snapshot(path: str | Path) -> Loaded:
     kinds = {o["kind"] for o in out.objects}
     if "Pod" in kinds and "Node" not in kinds:
         out.not_served.setdefault(
-            "Node", "the snapshot holds no Nodes: take it with `kubectl get nodes -o yaml` too"
+            "Node", "the snapshot holds no Nodes: take it with `gpu-triage snapshot`"
         )
+    covered = from_manifest(manifest) if manifest else without_manifest(kinds | set(versions))
+    for kind, why in covered.not_served.items():
+        out.not_served.setdefault(kind, why)
+    out.scope, out.notes = covered.scope, covered.notes
+    out.cluster = manifest.cluster if manifest else None
     return out
+
+
+def _manifest(obj: Obj, f: Path) -> Manifest:
+    try:
+        return Manifest.from_object(obj)
+    except ManifestError as e:
+        raise MalformedSnapshotError(f"{f}: {MANIFEST_KIND}: {e}") from e
 
 
 def _checked(obj: Obj, f: Path) -> str | None:
@@ -282,11 +319,20 @@ def load_objects(path: str | Path) -> list[Obj]:
 def load_snapshot(path: str | Path, *, cluster_name: str | None = None) -> MemorySource:
     """Read a snapshot into a ClusterSource."""
     loaded = read_snapshot(path)
-    name = cluster_name or _cluster_name(Path(path))
-    return MemorySource(loaded.objects, cluster_name=name, not_served=loaded.not_served)
+    name = cluster_name or loaded.cluster or _cluster_name(Path(path))
+    return MemorySource(
+        loaded.objects,
+        cluster_name=name,
+        not_served=loaded.not_served,
+        scope=loaded.scope,
+        notes=loaded.notes,
+    )
 
 
 def _cluster_name(path: Path) -> str:
-    """The snapshot's name for its cluster: the file's stem, or the folder's name (never
-    empty: `--snapshot .` names the current folder)."""
+    """The snapshot's name for its cluster, when no manifest names it: the file's stem, or
+    the folder's name (never empty: `--snapshot .` names the current folder)."""
+    for suffix in ARCHIVES:
+        if path.name.endswith(suffix):
+            return path.name.removesuffix(suffix) or "snapshot"
     return path.stem or path.resolve().name or "snapshot"

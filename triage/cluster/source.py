@@ -8,7 +8,7 @@ cheaply, and the engine reads only the fields it needs.
 Beyond its reads, every source answers a few questions about itself, declared here and
 answered by `SourceDefaults` for a source that has nothing special to say: when its state was
 observed (`as_of`), why it may be behind (`staleness_note`), the indexes it keeps current
-(`indexed`), the per-node work remembered while its objects stay the same (`memo`), the
+(`indexed`), what it lacks (`coverage_notes`), the per-node work remembered while its objects stay the same (`memo`), the
 namespace its user works in (`default_namespace`) and whether its first read is done
 (`wait_synced`). The engine asks; it never probes a source for what it might have.
 """
@@ -112,6 +112,11 @@ class Freshness(Protocol):
         """Wait (at most `timeout` seconds) for the first read of every kind; whether done."""
         ...
 
+    def coverage_notes(self) -> list[str]:
+        """One line each for what every report must say the source lacks (a snapshot taken
+        without some kinds: `triage.cluster.coverage`); empty when it lacks nothing."""
+        ...
+
 
 class Indexes(Protocol):
     """Indexes kept current as objects change (`triage.cluster.indexes`)."""
@@ -156,6 +161,9 @@ class SourceDefaults:
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         return True
+
+    def coverage_notes(self) -> list[str]:
+        return []
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
         return None

@@ -20,9 +20,9 @@ from triage.vendors import NVIDIA
 # How a cause reads in a group's title; codes not listed read as their own words.
 CAUSE_TITLES = {
     "driver.node-not-ready": "GPU nodes NotReady",
-    "driver.pod-failing": f"{NVIDIA.name} driver pods failing",
+    "driver.pod-failing": "{vendor} driver pods failing",
     "driver.pod-missing": "no driver pod on GPU nodes",
-    "driver.toolkit-failing": f"{NVIDIA.name} container toolkit failing",
+    "driver.toolkit-failing": "{vendor} container toolkit failing",
     "driver.validation-failed": "GPU Operator validation stuck",
     "driver.component-disabled": "driver switched off on GPU nodes",
     "driver.not-installed": "no GPU driver installed",
@@ -39,6 +39,10 @@ CAUSE_TITLES = {
     "device-plugin.mig-reconfiguring": "MIG reconfiguration in progress",
     "device-plugin.mig-profile-missing": "MIG profile not offered",
     "device-plugin.admission-error": "GPU admission failed on the node",
+    "device-plugin.admission-out-of": "kubelet counted fewer devices than the scheduler",
+    "device-plugin.topology-affinity": "Topology Manager refused the pod",
+    "driver.node-shutdown": "node shutting down",
+    "scheduling.kubelet-rejected": "kubelet refused the placement",
     "scheduling.insufficient": "GPU pool full",
     "scheduling.cordoned": "GPU nodes cordoned",
     "scheduling.selector-mismatch": "no node matches the selector",
@@ -46,6 +50,8 @@ CAUSE_TITLES = {
     "scheduling.request-too-large": "request larger than any node",
     "scheduling.no-mig-profile": "no node offers the MIG profile",
     "scheduling.no-gpu-nodes": "no GPU nodes",
+    "scheduling.no-nodes": "no nodes in the cluster",
+    "scheduling.resource-not-offered": "requested resource offered by no node",
     "scheduling.gated": "scheduling gates not removed",
     "scheduling.autoscaler-max-size": "node group at its maximum size",
     "scheduling.scale-up-stalled": "scale-up stalled",
@@ -188,9 +194,10 @@ def group_totals(members: list[Member]) -> dict[str, Any]:
     }
 
 
-def describe_cause(code: str, blocking: list[str]) -> str:
+def describe_cause(code: str, blocking: list[str], vendor: str | None = None) -> str:
     """One line naming the cause and what it is about, with no workload's name in it."""
-    what = CAUSE_TITLES.get(code) or code.split(".", 1)[-1].replace("-", " ")
+    title = CAUSE_TITLES.get(code) or code.split(".", 1)[-1].replace("-", " ")
+    what = title.replace("{vendor}", vendor or NVIDIA.name)
     if not blocking:
         return what
     nodes = [b.removeprefix("node ") for b in blocking if b.startswith("node ")]

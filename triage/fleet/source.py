@@ -61,6 +61,9 @@ class SweepSource:
     def staleness_note(self) -> str | None:
         return self._source.staleness_note()
 
+    def coverage_notes(self) -> list[str]:
+        return self._source.coverage_notes()
+
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self._source.wait_synced(timeout)
 

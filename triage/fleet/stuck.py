@@ -1,27 +1,43 @@
-"""Finding the stuck GPU workloads of a cluster, before any is triaged.
+"""Finding the stuck workloads of a cluster, before any is triaged.
 
-A workload is stuck when it asks for GPUs (extended resources or DRA claims) and does not run:
-a pod Pending, gated or not starting on its node, or a Job/ReplicaSet/StatefulSet whose pods
-were rejected or never created. Pods are looked for among the troubled ones only (an index a
-cache keeps current), so a cluster of 150,000 running pods costs little.
+A workload is stuck when a pod of it does not run and `why-pending` would say why: a pod
+Pending (unscheduled, gated, or bound and not starting), rejected by the kubelet at admission,
+or on a node that is not Ready; or a Job/ReplicaSet/StatefulSet whose pods were never created
+(quota, a queue, a suspended Job). Pods that ask for an accelerator or another device are
+stuck whenever they are troubled (a container crashing in the vendor's runtime is the driver's
+matter), and so are the accelerator stack's own pods (a crashing device plugin); any other pod
+is not stuck for crashing while it runs, which no layer here explains. Pods are looked for among the troubled ones only (an index a cache keeps current),
+and the pods of nodes that are not Ready, so a cluster of 150,000 running pods costs little.
+
+A pod is listed under the nearest owner that exists: its Deployment, else its ReplicaSet, its
+Job, StatefulSet or DaemonSet, else the pod itself; an owner that is gone or cannot be read
+never hides a pod. A workload whose pods are stuck in different places (some waiting for a
+node, some bound to a broken one) is one item per place, each triaged on its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import owned_pods, troubled_pods
-from triage.cluster.objects import Obj, meta, name_of, ns_of, owner
+from triage.cluster.objects import Obj, condition_true, meta, name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
+from triage.layers.bound import rejection
+from triage.layers.stacks.components import pod_component
+
+OWNER_KINDS = ("Job", "StatefulSet", "DaemonSet", "ReplicaSet", "Deployment")
 
 
 @dataclass(frozen=True, slots=True)
 class Stuck:
-    """A stuck GPU workload, as found (before its triage)."""
+    """A stuck workload (or the part of it stuck in one place), as found (before its triage).
+
+    `target` is the name the sweep triages: the oldest pod stuck in that place (what
+    `why-pending` says of each of them), or the workload's own when it has no pod."""
 
     namespace: str
     name: str
@@ -29,6 +45,11 @@ class Stuck:
     pods: int
     gpus: int
     since: datetime | None
+    target: str = field(default="")
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.target or self.name
 
 
 def _gpu_count(pod: Obj) -> int:
@@ -54,83 +75,173 @@ def _wanted(workload: Obj) -> int:
     return int(spec.get("replicas", 1) or 0)
 
 
+def _devices(pod: Obj) -> bool:
+    """Whether the pod asks for an accelerator, another device (an extended resource) or a
+    DRA claim."""
+    requests = pod_requests(pod)
+    return wants_gpu(pod, requests) or any("/" in r and "kubernetes.io/" not in r for r in requests)
+
+
+def _stuck(pod: Obj, *, on_bad_node: bool) -> bool:
+    """Whether a troubled pod is one `why-pending` may call blocked."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if phase == "Succeeded":
+        return False
+    if on_bad_node or phase == "Pending" or rejection(pod) is not None:
+        return True
+    return phase != "Failed" and (_devices(pod) or pod_component(pod) is not None)
+
+
+def _place(pod: Obj) -> str:
+    """Where a pod is stuck: waiting for a node, or on the node it is bound to."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return f"node {node}" if node else ""
+
+
+class _Owners:
+    """The owners that exist in one scope, read once, and the nearest existing owner of a pod."""
+
+    def __init__(self, read: _Read, ns: str | None) -> None:
+        self.by_kind = {kind: read(kind, ns) for kind in OWNER_KINDS}
+        self.names = {(kind, ns_of(w), name_of(w)) for kind, ws in self.by_kind.items() for w in ws}
+        self.rs_parent = {
+            (ns_of(rs), name_of(rs)): ref[1]
+            for rs in self.by_kind["ReplicaSet"]
+            if (ref := owner(rs)) and ref[0] == "Deployment"
+        }
+
+    def of(self, pod: Obj) -> tuple[str, str]:
+        ref, ns = owner(pod), ns_of(pod)
+        if ref is None or (ref[0], ns, ref[1]) not in self.names:
+            return "Pod", name_of(pod)
+        if ref[0] == "ReplicaSet":
+            parent = self.rs_parent.get((ns, ref[1]))
+            if parent and ("Deployment", ns, parent) in self.names:
+                return "Deployment", parent
+        return ref
+
+
+class _Read:
+    """Reads a kind for the finding; a kind that cannot be read is said in `unread` (with what
+    it hides) when that list is given, and raised otherwise."""
+
+    def __init__(self, source: ClusterSource, unread: list[str] | None) -> None:
+        self.source, self.unread = source, unread
+
+    def __call__(self, kind: str, ns: str | None) -> list[Obj]:
+        try:
+            return self.source.objects(kind, namespace=ns)
+        except ReadFailedError as e:
+            if self.unread is None:
+                raise
+            line = f"{e}: {_HIDDEN.get(kind, 'its objects are not used')}"
+            if line not in self.unread:
+                self.unread.append(line)
+            return []
+
+
 def stuck_workloads(
     source: ClusterSource,
     namespaces: Iterable[str] | None = None,
     *,
     unread: list[str] | None = None,
 ) -> list[Stuck]:
-    """Every stuck GPU workload in `namespaces` (None: all), one per workload, sorted.
+    """Every stuck workload in `namespaces` (None: all), sorted; a workload stuck in several
+    places (waiting for a node, on node X) once per place.
 
-    A pod owned by a ReplicaSet, Job or StatefulSet is reported under its workload (a
-    ReplicaSet under its Deployment); a workload with no pod at all (quota rejected them, a
-    queue suspends it) under its own name with its template's GPUs.
-
-    The pods must be read; a workload kind that cannot be read is said in `unread` (with what
-    it hides) when that list is given, and raised otherwise: its pods are then reported under
-    their own names, and its workloads that have no pod are not found.
+    The pods must be read; an owner kind that cannot be read is said in `unread` when that
+    list is given, and raised otherwise: its pods are then reported under their own names, and
+    its workloads that have no pod are not found.
     """
     scopes: list[str | None] = [None] if namespaces is None else list(namespaces)
-    found: dict[tuple[str, str], Stuck] = {}
-
-    def read(kind: str, ns: str | None) -> list[Obj]:
-        try:
-            return source.objects(kind, namespace=ns)
-        except ReadFailedError as e:
-            if unread is None:
-                raise
-            line = f"{e}: {_HIDDEN[kind]}"
-            if line not in unread:
-                unread.append(line)
-            return []
-
+    read = _Read(source, unread)
+    bad_nodes = _not_ready_nodes(read)
+    found: dict[tuple[str, str, str], Stuck] = {}
     for ns in scopes:
-        replica_sets = read("ReplicaSet", ns)
-        rs_parent = {
-            name_of(rs): (ref[1] if (ref := owner(rs)) and ref[0] == "Deployment" else None)
-            for rs in replica_sets
-        }
-        workloads = {kind: read(kind, ns) for kind in ("Job", "StatefulSet")}
-        workloads["ReplicaSet"] = replica_sets
-        # Owners that exist: a pod whose owner is gone (or unreadable) is reported as itself.
-        owners = {(kind, ns_of(w), name_of(w)) for kind in ("Job", "StatefulSet")
-                  for w in workloads[kind]}  # fmt: skip
-        for pod in troubled_pods(source, namespace=ns):
-            if not wants_gpu(pod, pod_requests(pod)):
+        owners = _Owners(read, ns)
+        places: dict[tuple[str, str], dict[str, list[Obj]]] = {}
+        for pod in _candidates(source, ns, bad_nodes):
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not _stuck(pod, on_bad_node=node in bad_nodes):
                 continue
-            ref = owner(pod)
-            kind, name = "Pod", name_of(pod)
-            if ref is not None and ref[0] == "ReplicaSet" and ref[1] in rs_parent:
-                parent = rs_parent[ref[1]]
-                kind, name = ("Deployment", parent) if parent else ("ReplicaSet", ref[1])
-            elif ref is not None and (ref[0], ns_of(pod), ref[1]) in owners:
-                kind, name = ref
-            _add(found, Stuck(ns_of(pod), name, kind, 1, _gpu_count(pod), _created(pod)))
+            kind, name = owners.of(pod)
+            places.setdefault((kind, name), {}).setdefault(_place(pod), []).append(pod)
+        for (kind, name), by_place in places.items():
+            _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            for w in workloads[kind]:
-                tpl = _template(w)
-                if not wants_gpu(tpl, pod_requests(tpl)):
-                    continue
-                wanted = _wanted(w)
-                if _finished(w) or (wanted == 0 and not _suspended(w)):
-                    continue
-                if owned_pods(source, namespace=ns_of(w), owners=[(kind, name_of(w))]):
-                    continue  # its pods, if stuck, were counted above
-                parent = rs_parent.get(name_of(w)) if kind == "ReplicaSet" else None
-                pods = max(wanted, 1)
-                _add(
-                    found,
-                    Stuck(ns_of(w), parent or name_of(w), "Deployment" if parent else kind,
-                          pods, pods * _gpu_count(tpl), _created(w)),
-                )  # fmt: skip
+            for w in owners.by_kind[kind]:
+                _add_podless(source, found, owners, kind, w)
     return [found[k] for k in sorted(found)]
 
 
-# What a workload kind that cannot be read leaves out of the sweep.
+def _add_places(
+    found: dict[tuple[str, str, str], Stuck], kind: str, name: str, by_place: dict[str, list[Obj]]
+) -> None:
+    """One item per place the workload's pods are stuck, triaged as its oldest pod there."""
+    for pods in by_place.values():
+        oldest = min(pods, key=_created_key)
+        gpus = sum(_gpu_count(p) for p in pods)
+        _add(found, Stuck(ns_of(oldest), name, kind, len(pods), gpus, _created(oldest),
+                          name_of(oldest)))  # fmt: skip
+
+
+def _add_podless(
+    source: ClusterSource,
+    found: dict[tuple[str, str, str], Stuck],
+    owners: _Owners,
+    kind: str,
+    w: Obj,
+) -> None:
+    """A workload that wants pods and has none (quota rejected them, a queue suspends it)."""
+    wanted = _wanted(w)
+    if _finished(w) or (wanted == 0 and not _suspended(w)):
+        return
+    if owned_pods(source, namespace=ns_of(w), owners=[(kind, name_of(w))]):
+        return  # its pods, if stuck, were counted above
+    parent = owners.rs_parent.get((ns_of(w), name_of(w))) if kind == "ReplicaSet" else None
+    if parent and ("Deployment", ns_of(w), parent) not in owners.names:
+        parent = None  # its Deployment is gone or unread: the ReplicaSet stands for itself
+    tpl = _template(w)
+    pods = max(wanted, 1)
+    _add(found, Stuck(ns_of(w), parent or name_of(w), "Deployment" if parent else kind,
+                      pods, pods * _gpu_count(tpl), _created(w)))  # fmt: skip
+
+
+def _not_ready_nodes(read: _Read) -> frozenset[str]:
+    """Nodes whose kubelet is not Ready: every pod on them is held by the node."""
+    return frozenset(
+        name_of(n) for n in read("Node", None) if condition_true(n, "Ready") is not True
+    )
+
+
+def _candidates(source: ClusterSource, ns: str | None, bad_nodes: frozenset[str]) -> list[Obj]:
+    """The troubled pods of the scope, and the pods bound to nodes that are not Ready."""
+    pods = list(troubled_pods(source, namespace=ns))
+    if not bad_nodes:
+        return pods
+    seen = {(ns_of(p), name_of(p)) for p in pods}
+    usage = source.node_usage()
+    for node in sorted(bad_nodes):
+        for ref in usage[node].pods if node in usage else ():
+            pod_ns, _, pod_name = ref.partition("/")
+            if (ns is not None and pod_ns != ns) or (pod_ns, pod_name) in seen:
+                continue
+            pod = source.get("Pod", pod_name, namespace=pod_ns)
+            if pod is not None and pod_problem(pod) is None:
+                pods.append(pod)
+    return pods
+
+
+# What a kind that cannot be read leaves out of the sweep.
 _HIDDEN = {
     kind: f"pods of {kind}s are listed under their own names, and {kind}s whose pods were "
     "never created (quota, a queue) are not listed"
     for kind in ("Job", "ReplicaSet", "StatefulSet")
+} | {
+    "Deployment": "pods of Deployments are listed under their ReplicaSets",
+    "DaemonSet": "pods of DaemonSets are listed under their own names",
+    "Node": "pods on nodes that are not Ready are listed only when they are troubled",
 }
 
 
@@ -142,13 +253,18 @@ def _created(obj: Obj) -> datetime | None:
     return parse_time(meta(obj).get("creationTimestamp"))
 
 
-def _add(found: dict[tuple[str, str], Stuck], item: Stuck) -> None:
-    key = (item.namespace, item.name)
+def _created_key(obj: Obj) -> tuple[str, str]:
+    return str(meta(obj).get("creationTimestamp") or ""), name_of(obj)
+
+
+def _add(found: dict[tuple[str, str, str], Stuck], item: Stuck) -> None:
+    key = (item.namespace, item.name, item.target)
     old = found.get(key)
     if old is None:
         found[key] = item
         return
     since = min((t for t in (old.since, item.since) if t is not None), default=None)
     found[key] = Stuck(
-        old.namespace, old.name, old.kind, old.pods + item.pods, old.gpus + item.gpus, since
-    )
+        old.namespace, old.name, old.kind, old.pods + item.pods, old.gpus + item.gpus, since,
+        old.target,
+    )  # fmt: skip

@@ -67,7 +67,7 @@ def sweep(
     verdicts = run.all(items)
     if memo is not None:
         memo.finish(
-            {(i.namespace, i.name) for i in items},
+            {i.key for i in items},
             namespaces=scope,
             redo=dict(shapes_in(shared.state.shared)),
         )
@@ -75,12 +75,13 @@ def sweep(
     if shared.events_failed is not None:
         unread.append(f"{shared.events_failed}: events are not used as evidence")
     pools = _Pools(shared, playbook.node_pools.labels)
-    groups: dict[str, list[tuple[Member, TriageVerdict]]] = {}
-    waiting: list[Member] = []
-    unknown: list[Member] = []
+    # cause -> workload -> its member, the verdict, and whether this sweep triaged it
+    groups: dict[str, dict[tuple[str, str], tuple[Member, list[TriageVerdict], bool]]] = {}
+    waiting: dict[tuple[str, str], Member] = {}
+    unknown: dict[tuple[str, str], Member] = {}
     left_out: dict[str, int] = {}  # what the triages could not read: for how many workloads
     for item in items:
-        verdict = verdicts.get((item.namespace, item.name))
+        verdict = verdicts.get(item.key)
         if verdict is None:
             continue
         member = Member(
@@ -94,15 +95,22 @@ def sweep(
         )
         for line in _unread_lines(verdict):
             left_out[line] = left_out.get(line, 0) + 1
-        if verdict.answer == Answer.UNKNOWN:
-            unknown.append(member)
+        if verdict.answer == Answer.UNKNOWN or verdict.failing_layer is None:
+            listed = unknown if verdict.answer == Answer.UNKNOWN else waiting
+            held_member = listed.get((item.namespace, item.name))
+            listed[(item.namespace, item.name)] = (
+                member if held_member is None else _merged(held_member, member)
+            )
             continue
-        if verdict.failing_layer is None:
-            waiting.append(member)
-            continue
-        groups.setdefault(_cause_key(verdict, pools), []).append((member, verdict))
+        rows = groups.setdefault(_cause_key(verdict, pools), {})
+        fresh = item.key in run.fresh
+        found = [verdict]
+        held = rows.get((item.namespace, item.name))
+        if held is not None:  # the workload's pods stuck in two places, for one cause
+            member, found, fresh = _merged(held[0], member), [*held[1], verdict], fresh or held[2]
+        rows[(item.namespace, item.name)] = (member, found, fresh)
     built = [
-        _group(source.cluster_name, key, rows, pools, playbook, fresh=run.fresh)
+        _group(source.cluster_name, key, list(rows.values()), pools, playbook)
         for key, rows in groups.items()
     ]
     built.sort(key=lambda g: (-g.gpus, -g.workloads, g.layer.rank, g.key))
@@ -110,13 +118,20 @@ def sweep(
         cluster=source.cluster_name,
         generated_at=stamp,
         groups=built,
-        waiting=waiting,
-        unknown=unknown,
+        waiting=group_totals(list(waiting.values()))["members"] if waiting else [],
+        unknown=group_totals(list(unknown.values()))["members"] if unknown else [],
         unread=unread + [f"{line} for {n} workload(s)" for line, n in left_out.items()],
         listing_failed=listing_failed,
         errors=run.errors,
         triaged=run.triaged,
         reused=run.reused,
+    )
+
+
+def _merged(a: Member, b: Member) -> Member:
+    times = [t for t in (a.since, b.since) if t is not None]
+    return a.model_copy(
+        update={"pods": a.pods + b.pods, "gpus": a.gpus + b.gpus, "since": min(times, default=None)}
     )
 
 
@@ -161,7 +176,7 @@ class _Run:
         # what no triage redid is redone on its own (`_redo`).
         later: list[tuple[Stuck, Kept]] = []
         for item in items:
-            kept = memo.candidate((item.namespace, item.name), self.clock)
+            kept = memo.candidate(item.key, self.clock)
             holds = None if kept is None else current.holds(kept, shared=False)
             if kept is None or holds is False:
                 self._triage(item)
@@ -199,7 +214,7 @@ class _Run:
             return  # unknown digest: the workload is triaged, and its triage says what failed
 
     def _keep(self, item: Stuck, kept: Kept) -> None:
-        self.verdicts[(item.namespace, item.name)] = kept.verdict
+        self.verdicts[item.key] = kept.verdict
         self.reused += 1
 
     def _triage(self, item: Stuck) -> None:
@@ -209,7 +224,7 @@ class _Run:
             found = engine.verdict(
                 self.source,
                 namespace=item.namespace,
-                name=item.name,
+                name=item.key[1],
                 config=self.config,
                 playbook=self.playbook,
                 now=self.now,
@@ -225,7 +240,7 @@ class _Run:
         finally:
             state.log = None
         self.triaged += 1
-        key = (item.namespace, item.name)
+        key = item.key
         self.verdicts[key] = found
         self.fresh.add(key)
         if self.memo is not None and log is not None:
@@ -283,20 +298,19 @@ def _cause_key(verdict: TriageVerdict, pools: _Pools) -> str:
 def _group(
     cluster: str,
     key: str,
-    rows: list[tuple[Member, TriageVerdict]],
+    rows: list[tuple[Member, list[TriageVerdict], bool]],
     pools: _Pools,
     playbook: Playbook,
-    *,
-    fresh: set[tuple[str, str]],
 ) -> Group:
-    verdict = rows[0][1]
+    verdicts = [v for _, found, _ in rows for v in found]
+    verdict = verdicts[0]
     assert verdict.failing_layer is not None and verdict.cause is not None
     blocking = _blocking(verdict, pools)
     if verdict.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
         # The broken nodes themselves are the platform's to fix: name every one.
-        nodes = sorted({n for _, r in rows if r.cause is not None for n in r.cause.nodes})
+        nodes = sorted({n for r in verdicts if r.cause is not None for n in r.cause.nodes})
         blocking += [f"node {n}" for n in nodes]
-    owners = {r.owner for _, r in rows}
+    owners = {r.owner for r in verdicts}
     # Members whose namespaces route to different teams: the cause is shared, so it goes to
     # the owner of the layer (or of the signal), not to one tenant's team.
     owner = (
@@ -309,9 +323,9 @@ def _group(
         cluster=cluster,
         layer=verdict.failing_layer,
         code=verdict.cause.code,
-        cause=describe_cause(verdict.cause.code, blocking),
+        cause=describe_cause(verdict.cause.code, blocking, verdict.cause.vendor),
         blocking=blocking,
         owner=owner,
-        triaged=sum((m.namespace, m.name) in fresh for m, _ in rows),
-        **group_totals([m for m, _ in rows]),
+        triaged=sum(fresh for _, _, fresh in rows),
+        **group_totals([m for m, _, _ in rows]),
     )

@@ -27,7 +27,7 @@ from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers.health import NodeHealths
 from triage.layers.stacks.view import StackView, load_view
-from triage.model import Layer
+from triage.model import Layer, NodeEntry
 from triage.signals import Signal, Unknown
 from triage.target import Target
 
@@ -41,6 +41,8 @@ class CheckResult:
     headline: str | None = None
     # The line a passing layer shows instead of its default "ok" text.
     ok: dict[Layer, str] = field(default_factory=dict)
+    # Every node judged for the pod, for the report's `nodes` list (built only when asked).
+    nodes: Callable[[], list[NodeEntry]] | None = None
 
 
 class Context:

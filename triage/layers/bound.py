@@ -1,24 +1,31 @@
 """A pod that already has a node: why does it not run there?
 
-Once scheduled, only the two lowest layers can hold a GPU pod: kubelet rejecting it at
-admission because the device plugin cannot allocate (device-plugin), or the container failing
-to start under its vendor's container runtime (driver). Anything else is not a GPU layer problem.
+Once scheduled, a pod is held by its node: the node not Ready, its accelerator driver down or
+the container failing to start under its vendor's container runtime (driver), or kubelet
+rejecting it at admission. Kubelet's admission repeats the scheduler's checks with its own
+counts: a device it cannot allocate (`UnexpectedAdmissionError`, `OutOf<device>`) or cannot
+align on one NUMA node (`TopologyAffinityError`) is the device plugin's layer; CPU, memory,
+pod slots or node affinity it judges otherwise than the scheduler did (`OutOfcpu`,
+`NodeAffinity`) are placement. Anything else is not a layer problem.
 """
 
 from __future__ import annotations
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj, container_states, name_of, pod_problem
+from triage.cluster.quantities import is_extended, pod_requests, wants_gpu
 from triage.layers.base import CheckResult, Context
 from triage.layers.node import NodeHealth
-from triage.model import Layer
+from triage.layers.node_verdict import NodeVerdict
+from triage.layers.stacks.components import pod_component
+from triage.model import Layer, NodeEntry
 from triage.signals import Signal
-from triage.vendors import NVIDIA, VENDORS
+from triage.vendors import NVIDIA, VENDORS, Vendor
 
 
-def _runtime_error(text: str) -> bool:
-    """Whether `text` is what an accelerator vendor's container runtime prints failing."""
-    return any(v.runtime_errors.search(text) for v in VENDORS)
+def _runtime_error(text: str) -> Vendor | None:
+    """The accelerator vendor whose container runtime prints `text` failing, if one does."""
+    return next((v for v in VENDORS if v.runtime_errors.search(text)), None)
 
 
 START_REASONS = ("Failed", "FailedCreatePodSandBox", "FailedStart", "BackOff")
@@ -34,10 +41,29 @@ def on_node(pod: Obj | None) -> bool:
 
 def _finished(pod: Obj) -> bool:
     status = pod.get("status") or {}
-    return (
-        status.get("phase") in ("Succeeded", "Failed")
-        and status.get("reason") != "UnexpectedAdmissionError"
-    )
+    return status.get("phase") in ("Succeeded", "Failed") and rejection(pod) is None
+
+
+# Kubelet's admission reasons that are not `OutOf<resource>` (pkg/kubelet/lifecycle and the
+# admit handlers): the device manager's, the Topology Manager's, the scheduler's predicates it
+# runs again, and the node shutting down.
+DEVICE_REJECTIONS = ("UnexpectedAdmissionError", "TopologyAffinityError")
+REJECTIONS = (*DEVICE_REJECTIONS, "NodeAffinity", "NodeName", "NodePorts", "TaintToleration",
+              "PodOSSelectorNodeLabelDoesNotMatch", "PodOSNotSupported", "NodeShutdown",
+              "UnexpectedPredicateFailureType", "InvalidNodeInfo")  # fmt: skip
+
+
+def rejection(pod: Obj) -> tuple[str, str] | None:
+    """Kubelet's reason and message when it rejected the pod at admission (the pod failed
+    without running: "Pod was rejected: …"), else None."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Failed":
+        return None
+    reason, message = str(status.get("reason") or ""), str(status.get("message") or "")
+    rejected = message.startswith("Pod was rejected") or reason in REJECTIONS
+    if not (rejected or reason.startswith("OutOf")):
+        return None
+    return reason, " ".join(message.split())
 
 
 def check(ctx: Context) -> CheckResult:
@@ -60,23 +86,39 @@ def check(ctx: Context) -> CheckResult:
         pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes
     )
     headline = None if any(s.blocking for s in signals) else terminal_headline(pod)
-    return CheckResult(signals=signals, headline=headline)
+    name = str(spec.get("nodeName"))
+    return CheckResult(signals=signals, headline=headline, nodes=lambda: [_own_node(name, signals)])
 
 
-def _runtime_errors(pod: Obj, events: list[Event]) -> list[str]:
+def _own_node(name: str, signals: list[Signal]) -> NodeEntry:
+    """The pod's own node, the one node that matters once it is bound."""
+    stop = next((s for s in signals if s.blocking), None)
+    if stop is None:
+        return NodeEntry(name=name, usable=True, eligible=True)
+    return NodeEntry(name=name, usable=False, eligible=True, layer=stop.layer, reason=stop.code,
+                     detail=stop.summary, blocking=stop.pod or None)  # fmt: skip
+
+
+def _runtime_errors(pod: Obj, events: list[Event]) -> tuple[list[str], Vendor]:
+    """What the pod's containers and events say of a vendor's runtime failing, and which."""
     out = []
+    vendors: list[Vendor] = []
     for name, cs in container_states(pod):
         for state_key in ("state", "lastState"):
             state = cs.get(state_key) or {}
             for sub in ("waiting", "terminated"):
                 msg = str((state.get(sub) or {}).get("message") or "")
-                if _runtime_error(msg):
+                vendor = _runtime_error(msg)
+                if vendor is not None:
+                    vendors.append(vendor)
                     reason = (state.get(sub) or {}).get("reason", sub)
                     out.append(f"container {name} {reason}: {' '.join(msg.split())[:400]}")
     for ev in events:
-        if ev.reason in START_REASONS and _runtime_error(ev.message):
+        vendor = _runtime_error(ev.message) if ev.reason in START_REASONS else None
+        if vendor is not None:
+            vendors.append(vendor)
             out.append(str(ev))
-    return out
+    return out, (vendors[0] if vendors else NVIDIA)
 
 
 def check_scheduled_pod(
@@ -90,6 +132,7 @@ def check_scheduled_pod(
     status = pod.get("status") or {}
     signals: list[Signal] = []
     admission = [str(e) for e in events if e.reason == "UnexpectedAdmissionError"]
+    rejected = rejection(pod)
     if status.get("reason") == "UnexpectedAdmissionError" or admission:
         msg = " ".join(str(status.get("message") or "").split())
         signals.append(
@@ -101,6 +144,8 @@ def check_scheduled_pod(
                 nodes=[node],
             )
         )
+    elif rejected is not None:
+        signals.append(_rejected(node, *rejected))
     rc = (pod.get("spec") or {}).get("runtimeClassName")
     if rc and runtime_classes is not None and not any(name_of(r) == rc for r in runtime_classes):
         signals.append(
@@ -115,32 +160,125 @@ def check_scheduled_pod(
                 nodes=[node],
             )
         )
-    errors = _runtime_errors(pod, events)
+    stack_role = _stack_role(pod)  # the stack's own pods: driver, plugin, validator, exporter
+    errors, vendor = _runtime_errors(pod, events) if stack_role is None else ([], NVIDIA)
     if errors:
         signals.append(
             Signal(
                 Layer.DRIVER,
                 "driver.container-start-failed",
-                f"the pod is on node {node} but its container cannot start with the {NVIDIA.name} "
+                f"the pod is on node {node} but its container cannot start with the {vendor.name} "
                 "runtime",
                 evidence=errors[:4],
                 nodes=[node],
             )
         )
-    if health is not None and not health.driver.ok:
-        stuck = bool(errors) or health.driver.code == "driver.node-not-ready"
+    if health is None:
+        return signals
+    not_ready = health.driver.code == "driver.node-not-ready"
+    if stack_role is not None and rejected is None and not not_ready:
+        return signals + _stack_pod(pod, node, stack_role, health)
+    if not health.driver.ok and (wants_gpu(pod, pod_requests(pod)) or not_ready or errors):
+        # a pod that uses no accelerator is held by its node's accelerator driver only when
+        # its container fails in the vendor's runtime too
+        stuck = bool(errors) or not_ready
         signals.append(
-            Signal(
-                Layer.DRIVER,
-                health.driver.code,
-                health.driver.text,
-                blocking=stuck or pod_problem(pod) is not None,
-                evidence=[health.driver.text],
-                detail=health.driver.detail,
-                nodes=[node],
-            )
+            _node_signal(Layer.DRIVER, health.driver, node, stuck or pod_problem(pod) is not None)
         )
     return signals
+
+
+def _node_signal(layer: Layer, verdict: NodeVerdict, node: str, blocking: bool) -> Signal:
+    return Signal(
+        layer, verdict.code, verdict.text, blocking=blocking, evidence=[verdict.text],
+        detail=verdict.detail, nodes=[node], pod=verdict.pod, values=verdict.values,
+    )  # fmt: skip
+
+
+def _stack_pod(pod: Obj, node: str, role: str, health: NodeHealth) -> list[Signal]:
+    """A pod of the accelerator stack itself that does not run: the lowest failing layer of
+    its node (its driver, then its device plugin, which the stack's other pods wait for), else
+    its own failure at the layer its role serves."""
+    if pod_problem(pod) is None:
+        return []
+    if not health.driver.ok:
+        return [_node_signal(Layer.DRIVER, health.driver, node, True)]
+    if not health.plugin.ok and role not in ("driver", "toolkit"):
+        return [_node_signal(Layer.DEVICE_PLUGIN, health.plugin, node, True)]
+    own = _component_failing(pod, node, role)
+    return [own] if own is not None else []
+
+
+# What a failing component pod of an accelerator stack stops: the layer and the code.
+_ROLE_SIGNAL = {
+    "driver": (Layer.DRIVER, "driver.pod-failing"),
+    "toolkit": (Layer.DRIVER, "driver.toolkit-failing"),
+    "validator": (Layer.DRIVER, "driver.validation-failed"),
+    "device-plugin": (Layer.DEVICE_PLUGIN, "device-plugin.pod-failing"),
+    "gfd": (Layer.DEVICE_PLUGIN, "device-plugin.gfd-down"),
+    "dra-plugin": (Layer.DEVICE_PLUGIN, "device-plugin.pod-failing"),
+}
+
+
+def _stack_role(pod: Obj) -> str | None:
+    """The pod's role in an accelerator stack ("driver", "device-plugin", "other", ...)."""
+    found = pod_component(pod)
+    return found[1] if found is not None else None
+
+
+def _stack_vendor(pod: Obj) -> dict[str, str]:
+    """The vendor of the stack the pod belongs to, as a playbook value."""
+    found = pod_component(pod)
+    vendor = next((v for v in VENDORS if found and found[0] in v.stack_titles), None)
+    return {"vendor": vendor.name} if vendor is not None else {}
+
+
+def _component_failing(pod: Obj, node: str, role: str) -> Signal | None:
+    """A stack component that fails on a node whose driver and plugin are otherwise fine: its
+    own failure, at the layer its role serves (None for one that serves none: an exporter)."""
+    problem = pod_problem(pod)
+    if problem is None or role not in _ROLE_SIGNAL:
+        return None
+    layer, code = _ROLE_SIGNAL[role]
+    ref = f"{(pod.get('metadata') or {}).get('namespace')}/{name_of(pod)}"
+    return Signal(
+        layer, code, f"pod {name_of(pod)} is the {role} of its accelerator stack on node {node}, "
+        f"and it is failing: {pod_problem(pod, messages=False)}",
+        evidence=[f"pod {ref}: {' '.join(problem.split())[:400]}"], nodes=[node], pod=ref,
+        values=_stack_vendor(pod),
+    )  # fmt: skip
+
+
+def _rejected(node: str, reason: str, message: str) -> Signal:
+    """Kubelet's admission refusal, in the layer that decides it."""
+    evidence = [f"pod status {reason}: {message}" if message else f"pod status {reason}"]
+    resource = reason.removeprefix("OutOf") if reason.startswith("OutOf") else ""
+    if reason == "TopologyAffinityError":
+        return Signal(
+            Layer.DEVICE_PLUGIN, "device-plugin.topology-affinity",
+            f"kubelet on {node} rejected the pod: its Topology Manager cannot place the pod's "
+            "devices and CPUs on the NUMA node(s) its policy requires",
+            evidence=evidence, nodes=[node],
+        )  # fmt: skip
+    if resource and is_extended(resource):
+        return Signal(
+            Layer.DEVICE_PLUGIN, "device-plugin.admission-out-of",
+            f"kubelet on {node} rejected the pod: it had fewer {resource} free than the "
+            "scheduler counted (devices gone unhealthy or a pod placed by nodeName)",
+            evidence=evidence, nodes=[node], values={"resource": resource},
+        )  # fmt: skip
+    if reason == "NodeShutdown":
+        return Signal(
+            Layer.DRIVER, "driver.node-shutdown",
+            f"kubelet on {node} rejected the pod: the node is shutting down",
+            evidence=evidence, nodes=[node],
+        )  # fmt: skip
+    what = f"not enough {resource} on the node by its own count" if resource else reason
+    return Signal(
+        Layer.SCHEDULING, "scheduling.kubelet-rejected",
+        f"kubelet on {node} rejected the pod at admission: {what}",
+        evidence=evidence, nodes=[node], values={"resource": resource} if resource else {},
+    )  # fmt: skip
 
 
 def terminal_headline(pod: Obj) -> str:

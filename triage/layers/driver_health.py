@@ -16,7 +16,7 @@ from triage.layers.node_verdict import (
 from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
 from triage.layers.stacks.view import StackView
-from triage.vendors import NVIDIA
+from triage.vendors import NVIDIA, Vendor, node_vendor
 from triage.vendors.nvidia import GKE, MIG_CONFIG, MIG_CONFIG_STATE, OPERATOR, ROLE_TITLES
 
 
@@ -29,15 +29,16 @@ def driver_verdict(
         return NodeVerdict(False, "driver.node-not-ready", f"node {name} is not Ready: {why}")
     if not is_gpu_node(node):
         return NodeVerdict(True, text="not a GPU node")
+    vendor = node_vendor(node) or NVIDIA
     exp = plan.role("driver")
     has_gpus = any(v > 0 for v in allocatable.values())
     driver = component_state(view, name, "driver")
-    title = stack_text(exp, "driver installer" if GKE in plan.stacks else "driver")
+    title = stack_text(exp, "driver installer" if GKE in plan.stacks else "driver", vendor)
     if driver is not None and not driver.ok:
         text = driver.text.replace("driver pod", f"{title} pod", 1)
         return state_verdict("driver.pod-failing", name, driver, text)
     if driver is None and not has_gpus:
-        missing = _driver_missing(name, exp, plan)
+        missing = _driver_missing(name, exp, plan, vendor)
         if missing is not None:
             return missing
     toolkit = component_state(view, name, "toolkit")
@@ -46,7 +47,7 @@ def driver_verdict(
             "driver.toolkit-failing",
             name,
             toolkit,
-            f"{NVIDIA.name} container {toolkit.text} (runtime not configured for GPUs)",
+            f"{vendor.name} container {toolkit.text} (runtime not configured for GPUs)",
         )
     stuck = failing_validation(view, name)
     if stuck in ("driver-validation", "toolkit-validation", "cuda-validation") and not has_gpus:
@@ -60,9 +61,9 @@ def driver_verdict(
         return NodeVerdict(
             False,
             "driver.component-disabled",
-            f"node {name}: the {NVIDIA.name} container toolkit is switched off there ({off}) and the "
+            f"node {name}: the {vendor.name} container toolkit is switched off there ({off}) and the "
             "GPU components wait for it: nothing configures the container runtime for GPUs",
-            values=switch_values(off, NVIDIA.title("toolkit")),
+            values=switch_values(off, vendor.title("toolkit")),
         )
     if exp.host:
         return NodeVerdict(True, text=f"driver {exp.host}, healthy")
@@ -71,7 +72,9 @@ def driver_verdict(
     )
 
 
-def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict | None:
+def _driver_missing(
+    name: str, exp: Expectation, plan: NodePlan, vendor: Vendor
+) -> NodeVerdict | None:
     """No driver pod on a GPU node that advertises no GPUs: is one missing, switched off, or
     not this stack's business (a driver in the node image)?"""
     if exp.expected:
@@ -79,7 +82,7 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict 
         return NodeVerdict(
             False,
             "driver.pod-missing",
-            f"node {name}: no {NVIDIA.name} driver pod runs there although the "
+            f"node {name}: no {vendor.name} driver pod runs there although the "
             f"{'GPU Operator' if OPERATOR in plan.stacks else 'cluster'} manages its driver{source}",
             values=ds_values(exp.serving[0]) if exp.serving else {},
         )
@@ -89,13 +92,13 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict 
             "driver.component-disabled",
             f"node {name}: the GPU Operator's driver is switched off there ({exp.disabled}) and "
             "no driver is loaded: no GPUs are advertised",
-            values=switch_values(exp.disabled, NVIDIA.title("driver")),
+            values=switch_values(exp.disabled, vendor.title("driver")),
         )
     if exp.paused:
         return NodeVerdict(
             False,
             "driver.upgrade-in-progress",
-            f"node {name}: {NVIDIA.name} driver upgrade in progress ({exp.paused}); its GPUs return "
+            f"node {name}: {vendor.name} driver upgrade in progress ({exp.paused}); its GPUs return "
             "when the driver pod is back",
         )
     if plan.platform == "GKE" and GKE in plan.stacks and not exp.host:
@@ -103,7 +106,7 @@ def _driver_missing(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict 
             False,
             "driver.not-installed",
             f"node {name}: GKE does not install the driver on this node (no "
-            f"cloud.google.com/gke-gpu-driver-version label) and no {NVIDIA.name} driver installer "
+            f"cloud.google.com/gke-gpu-driver-version label) and no {vendor.name} driver installer "
             "pod runs there" + (f"; {skipped_by(exp)}" if exp.skipping else ""),
         )
     return None

@@ -17,6 +17,7 @@ from triage.layers.node_verdict import NodeVerdict
 from triage.layers.plugin_health import plugin_verdict, sharing_note
 from triage.layers.stacks.state import failing_validation, gpu_resources, is_gpu_node
 from triage.layers.stacks.view import StackView
+from triage.vendors import NVIDIA, node_vendor, node_vendors
 from triage.vendors.nvidia import COUNT
 
 
@@ -47,6 +48,7 @@ class NodeHealth:
     # Why GPU feature discovery's labels may be missing here (disabled, failing), if it is down.
     gfd_down: str | None = None
     mig_failed: NodeVerdict | None = None  # the MIG manager could not apply nvidia.com/mig.config
+    vendors: tuple[str, ...] = ()  # the keys of the vendors whose accelerators it carries
 
     @property
     def mig_resources(self) -> dict[str, int]:
@@ -137,6 +139,12 @@ def assess_node(
         dra_only=plan.dra_only,
         gfd_down=gfd_down(view, plan, name_of(node)),
     )
+    health.vendors = node_vendors(node)
+    vendor = node_vendor(node)
+    for verdict in (health.driver, health.plugin):
+        if vendor is not None and not verdict.ok:  # what reports and steps name it by
+            devices = "GPUs" if vendor is NVIDIA else vendor.devices
+            verdict.values = {"vendor": vendor.name, "devices": devices, **verdict.values}
     mig = mig_verdict(node, view)
     if mig is not None and mig.code.startswith("driver."):
         health.mig_failed = mig
@@ -179,6 +187,7 @@ def _signature(node: Obj, health: NodeHealth) -> tuple[object, ...]:
     )
     return (
         health.gpu_node,
+        health.vendors,
         health.driver.ok,
         health.plugin.ok,
         health.dra_only,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from triage.layers.stacks.components import Component
 from triage.layers.stacks.plan import Expectation
 from triage.layers.stacks.state import ComponentState
-from triage.vendors import NVIDIA
+from triage.vendors import NVIDIA, Vendor
 from triage.vendors.nvidia import DEPLOY, GKE, OPERATOR
 
 
@@ -22,12 +22,13 @@ class NodeVerdict:
     values: dict[str, str] = field(default_factory=dict)  # playbook placeholders it fills
 
 
-def stack_text(exp: Expectation, default: str) -> str:
+def stack_text(exp: Expectation, default: str, vendor: Vendor = NVIDIA) -> str:
+    """How a node's component is named: "GKE driver installer", "NVIDIA driver"."""
     stacks = {c.stack for c in exp.serving}
     if GKE in stacks:
         return f"GKE {default}"
-    if OPERATOR in stacks or not stacks:
-        return f"{NVIDIA.name} {default}"
+    if OPERATOR in stacks or not stacks or vendor is not NVIDIA:
+        return f"{vendor.name} {default}"
     return default
 
 

@@ -16,7 +16,7 @@ from triage.layers.node_verdict import (
 from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, is_gpu_node
 from triage.layers.stacks.view import StackView
-from triage.vendors import NVIDIA
+from triage.vendors import NVIDIA, Vendor, node_vendor
 from triage.vendors.nvidia import COUNT, OPERATOR, REPLICAS, SHARING
 
 
@@ -24,6 +24,8 @@ def plugin_verdict(
     node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
 ) -> NodeVerdict:
     name = name_of(node)
+    found = node_vendor(node) or NVIDIA
+    vendor = found.devices  # "NVIDIA GPUs", "AWS Neuron devices"
     mig = mig_verdict(node, view)
     if mig is not None and mig.code.startswith("device-plugin."):
         return mig
@@ -34,27 +36,27 @@ def plugin_verdict(
             return NodeVerdict(
                 False,
                 "device-plugin.no-gpu-resource",
-                f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable; {plugin.text}",
+                f"node {name} advertises no {vendor} in Allocatable; {plugin.text}",
                 plugin.detail,
                 plugin.pod,
             )
         if plan.dra_only:
             return NodeVerdict(True, text="GPUs offered through DRA (no device plugin by design)")
         if is_gpu_node(node):
-            return _plugin_absent(name, exp, plan)
+            return _plugin_absent(name, exp, plan, found)
         return NodeVerdict(
             False,
             "device-plugin.no-gpu-resource",
-            f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable",
+            f"node {name} advertises no {vendor} in Allocatable",
         )
     if plugin is not None and not plugin.ok:
         return state_verdict("device-plugin.pod-failing", name, plugin, plugin.text)
     return NodeVerdict(True, text="GPUs advertised")
 
 
-def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict:
+def _plugin_absent(name: str, exp: Expectation, plan: NodePlan, vendor: Vendor) -> NodeVerdict:
     """A GPU node advertising no GPUs with no device-plugin pod: say why there is none."""
-    head = f"node {name} advertises no {NVIDIA.name} GPUs in Allocatable"
+    head = f"node {name} advertises no {vendor.devices} in Allocatable"
     if exp.expected or (plan.inferred and OPERATOR in plan.stacks and not exp.disabled):
         source = f" (DaemonSet {exp.serving[0].ref} targets the node)" if exp.serving else ""
         return NodeVerdict(
@@ -89,11 +91,15 @@ def _plugin_absent(name: str, exp: Expectation, plan: NodePlan) -> NodeVerdict:
             f"{head}: no device plugin runs there; {skipped_by(exp)}",
             values={**ds_values(comp), "skip_reason": why},
         )
+    where = (
+        f"the GPU Operator, GKE or {vendor.name}'s k8s-device-plugin" if vendor is NVIDIA
+        else "its stack"
+    )  # fmt: skip
     return NodeVerdict(
         False,
         "device-plugin.not-installed",
-        f"{head}: no {NVIDIA.name} device plugin is installed for it (no device-plugin DaemonSet of "
-        f"the GPU Operator, GKE or {NVIDIA.name}'s k8s-device-plugin targets it)",
+        f"{head}: no {vendor.name} device plugin is installed for it (no device-plugin DaemonSet "
+        f"of {where} targets it)",
     )
 
 

@@ -26,6 +26,7 @@ Classify = Callable[
 
 @dataclass(frozen=True)
 class Vendor:
+    key: str  # what playbooks name it by: "nvidia" (their `vendors:` section)
     name: str  # how reports name the vendor's parts: "NVIDIA driver"
     resource_prefix: str  # every extended resource of its devices starts so: "nvidia.com/"
     device_resource: str  # one whole device: "nvidia.com/gpu"
@@ -39,11 +40,30 @@ class Vendor:
     node_signs: tuple[tuple[str, str], ...] = ()
     node_sign_keys: tuple[str, ...] = ()
     instance_prefixes: tuple[str, ...] = ()  # cloud instance types built with its devices
+    dra_drivers: tuple[str, ...] = ()  # the DRA drivers that publish its devices
     runtime_class: str = ""  # the RuntimeClass its container runtime is selected by
     runtime_errors: re.Pattern[str] = re.compile(r"(?!)")  # what its runtime prints failing
     classify: Classify = lambda *_: None
     titles: Mapping[str, str] = field(default_factory=dict)  # role -> "NVIDIA driver"
     stack_titles: Mapping[str, str] = field(default_factory=dict)  # stack -> its name
+    device_word: str = "GPU"  # what one of its devices is, after its name: "GPU", "chip"
+
+    @property
+    def devices(self) -> str:
+        """Its devices, as reports say them: "AMD GPUs", "AWS Neuron devices"."""
+        return f"{self.name} {self.device_word}s"
+
+    def on_node(self, labels: Mapping[str, str], capacity: Mapping[str, object]) -> bool:
+        """Whether a node with these labels and capacity carries the vendor's devices: its
+        feature discovery's, PCI vendor's or a cloud's labels say so, its capacity lists one,
+        or its instance type is built with them."""
+        itype = labels.get("node.kubernetes.io/instance-type") or ""
+        return (
+            any(labels.get(k) == v for k, v in self.node_signs)
+            or any(k in labels for k in self.node_sign_keys)
+            or any(self.is_resource(k) for k in capacity)
+            or (bool(self.instance_prefixes) and itype.startswith(self.instance_prefixes))
+        )
 
     def is_resource(self, resource: str) -> bool:
         """Whether `resource` is one of the vendor's devices (whole, shared or partitioned)."""

@@ -107,14 +107,14 @@ def classify(
         return GKE, "driver"
     app_name = labels_.get("app.kubernetes.io/name") or ""
     component = next((v for k, v in labels_.items() if k.endswith("-component")), "")
-    if app_name in _DRA_NAMES or any("dra-driver" in i for i in images):
+    if app_name in _DRA_NAMES or any("nvidia" in i and "dra-driver" in i for i in images):
         return (DRA, "dra-plugin") if "kubelet-plugin" in (name + component) else (DRA, "other")
     if (
         app_name == "nvidia-device-plugin"
         or labels_.get("name") in ("nvidia-device-plugin-ds", "nvidia-device-plugin")
         or k8s_app == "nvidia-device-plugin"
         or name.startswith("nvidia-device-plugin")
-        or any("k8s-device-plugin" in i for i in images)
+        or any("nvidia" in i and "k8s-device-plugin" in i for i in images)
     ):
         if "gpu-feature-discovery" in name:
             return PLUGIN, "gfd"
@@ -164,6 +164,7 @@ GPU_RUNTIME_ERROR = re.compile(
 
 
 NVIDIA = Vendor(
+    key="nvidia",
     name="NVIDIA",
     resource_prefix="nvidia.com/",
     device_resource="nvidia.com/gpu",
@@ -175,6 +176,7 @@ NVIDIA = Vendor(
     node_signs=GPU_NODE_LABELS,
     node_sign_keys=GPU_NODE_KEYS,
     instance_prefixes=GPU_INSTANCE_PREFIXES,
+    dra_drivers=("gpu.nvidia.com", "compute-domain.nvidia.com"),
     runtime_class="nvidia",
     runtime_errors=GPU_RUNTIME_ERROR,
     classify=lambda name, labels_, owners, images: classify(

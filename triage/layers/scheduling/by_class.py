@@ -206,6 +206,11 @@ def _evaluate_groups(
     out.representatives = [g.node for g in groups.groups]
     classes = [self.classify(g.node, g.health, out) for g in groups.groups]
     _exclude(groups, classes, out)
+    out.excluded_classes = [
+        (c.category, g.health)
+        for c, g in zip(classes, groups.groups, strict=True)
+        if c.excluded is not None
+    ]
     plain = self.filters is None
     parts = [
         (k, g, plain and c.fast)

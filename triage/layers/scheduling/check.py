@@ -22,6 +22,7 @@ from triage.layers.scheduling import by_class
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
 from triage.layers.scheduling.filters.view import FilterView, pods_on
+from triage.layers.scheduling.node_entries import node_entries
 from triage.layers.scheduling.placement import Placement
 from triage.layers.scheduling.pod_filters import PodFilters
 from triage.layers.scheduling.reasons import (
@@ -88,11 +89,23 @@ def check(ctx: Context) -> CheckResult:
     )
     if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
         signals = [s for s in signals if s.code != REPORTED]
+    if claims.vendor:  # the DRA driver's vendor: the report's steps are that vendor's
+        signals = [
+            replace(s, values={"vendor": claims.vendor, **s.values})
+            if "dra" in s.code and "vendor" not in s.values else s
+            for s in signals
+        ]  # fmt: skip
+    if claims.context:  # what the pod's allocated claims hold it to
+        first = next((i for i, s in enumerate(signals) if s.blocking), None)
+        if first is not None:
+            signals[first] = signals[first].with_evidence(first=claims.context)
     if placed is None:  # no pod exists yet: admission decides; placement is a look-ahead
         signals = [
             replace(s, blocking=False, summary=f"once created: {s.summary}") for s in signals
         ]
-    out = CheckResult(signals=claims.signals + signals)
+    out = CheckResult(
+        signals=claims.signals + signals, nodes=lambda: node_entries(evaluation, placement)
+    )
     summary = placement_summary(evaluation)
     if summary and not pod_level:
         out.ok[Layer.SCHEDULING] = summary

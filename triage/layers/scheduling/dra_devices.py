@@ -1,26 +1,23 @@
 """What DRA objects say, read as the scheduler reads them: a claim's requests, the devices
-ResourceSlices publish (`resource.k8s.io/v1` and the beta shapes), which claims hold which
-devices, and DeviceClass and request selectors. Selectors are CEL; the common forms (driver,
-attribute and capacity comparisons) are evaluated here, anything else is reported as not
-evaluated and assumed to match.
+ResourceSlices publish and the nodes each serves (a node by name, nodes a selector picks, every
+node; per slice or, with `perDeviceNodeSelection`, per device), which claims hold which
+devices, and DeviceClass and request selectors (CEL, evaluated by `dra_cel`, which says when an
+expression is beyond it). `resource.k8s.io/v1` and its beta shapes read alike.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from triage.cluster.objects import Obj, meta, name_of
-from triage.cluster.quantities import amount
+from triage.cluster.selectors import node_selector_term_matches
+from triage.layers.scheduling import dra_cel
 
 _DRIVER_EQ = re.compile(r'device\.driver\s*==\s*["\']([^"\']+)["\']')
-_ATTR_CMP = re.compile(
-    r'^device\.attributes\[["\']([^"\']+)["\']\]\.(\w+)\s*(==|!=)\s*(".*?"|\'.*?\'|true|false|-?\d+)$'
-)
-_CAP_CMP = re.compile(
-    r'^device\.capacity\[["\']([^"\']+)["\']\]\.(\w+)\.compareTo\(quantity\(["\']([^"\']+)["\']\)\)\s*(>=|>|<=|<|==)\s*0$'
-)
 
 
 @dataclass
@@ -37,9 +34,25 @@ class Device:
     driver: str
     pool: str
     name: str
-    node: str | None
+    node: str | None  # the one node it is on; None: the nodes `node_selector` picks, or all
     attributes: dict[str, Any]
     capacity: dict[str, Any]
+    node_selector: Obj | None = None  # a NodeSelector; None with no `node`: every node
+
+    @cached_property
+    def env(self) -> dict[str, Any]:
+        """What a CEL selector sees of the device."""
+        return dra_cel.device_env(self.driver, self.attributes, self.capacity)
+
+    def serves(self, node: str, node_obj: Callable[[str], Obj | None]) -> bool:
+        """Whether a pod on `node` can be given this device."""
+        if self.node is not None:
+            return self.node == node
+        if self.node_selector is None:
+            return True
+        obj = node_obj(node)
+        terms = self.node_selector.get("nodeSelectorTerms") or []
+        return obj is not None and any(node_selector_term_matches(t, obj) for t in terms)
 
 
 def requests_of(claim: Obj) -> list[Request]:
@@ -69,64 +82,28 @@ def devices_of(slices: list[Obj]) -> list[Device]:
     out = []
     for s in slices:
         spec = s.get("spec") or {}
+        per_device = bool(spec.get("perDeviceNodeSelection"))
         for d in spec.get("devices") or []:
-            body = d.get("basic") or d  # v1beta1 wraps attributes under `basic`
+            body = d.get("basic") or d  # v1beta1 wraps a device under `basic`
+            where = body if per_device else spec
             out.append(
                 Device(
                     driver=str(spec.get("driver", "")),
                     pool=str((spec.get("pool") or {}).get("name", "")),
                     name=str(d.get("name", "")),
-                    node=spec.get("nodeName"),
+                    node=where.get("nodeName"),
                     attributes=body.get("attributes") or {},
                     capacity=body.get("capacity") or {},
+                    node_selector=None if where.get("allNodes") else where.get("nodeSelector"),
                 )
             )
     return out
 
 
-def _attr(device: Device, domain: str, name: str) -> Any:
-    keys = [f"{domain}/{name}"] + ([name] if domain == device.driver else [])
-    for k in keys:
-        if k in device.attributes:
-            v = device.attributes[k]
-            return next(iter(v.values())) if isinstance(v, dict) and v else v
-    return None
-
-
 def selector_matches(expr: str, device: Device) -> bool | None:
-    """Evaluate a CEL selector's common forms; None when the expression is not understood."""
-    result = True
-    for atom in (a.strip().strip("()").strip() for a in expr.split("&&")):
-        m = _DRIVER_EQ.fullmatch(atom)
-        if m:
-            result &= device.driver == m.group(1)
-            continue
-        m = _ATTR_CMP.match(atom)
-        if m:
-            have = _attr(device, m.group(1), m.group(2))
-            raw = m.group(4)
-            want: Any = (
-                raw[1:-1]
-                if raw[0] in "\"'"
-                else raw == "true"
-                if raw in ("true", "false")
-                else int(raw)
-            )
-            result &= (have == want) if m.group(3) == "==" else (have != want)
-            continue
-        m = _CAP_CMP.match(atom)
-        if m:
-            cap = device.capacity.get(f"{m.group(1)}/{m.group(2)}") or device.capacity.get(
-                m.group(2)
-            )
-            value = cap.get("value") if isinstance(cap, dict) else cap
-            if value is None:
-                return False
-            a, b = amount("memory", value), amount("memory", m.group(3))
-            result &= {">=": a >= b, ">": a > b, "<=": a <= b, "<": a < b, "==": a == b}[m.group(4)]
-            continue
-        return None
-    return result
+    """Whether the device satisfies a CEL selector; None when the expression is beyond what
+    is evaluated here (`dra_cel`)."""
+    return dra_cel.matches(expr, device.env)
 
 
 @dataclass
@@ -135,15 +112,48 @@ class DraView:
     devices: list[Device]
     claims: list[Obj]  # every claim in the cluster, for what is already allocated
     plugin_pods: dict[str, list[Obj]] = field(default_factory=dict)  # DRA kubelet plugin, by node
+    node_obj: Callable[[str], Obj | None] = lambda name: None  # for node selectors
 
     def nodes_with_devices(self, requests: list[Request]) -> set[str] | None:
         """Nodes publishing devices of the requested classes' drivers; None when any such
-        device is not node-local (or no driver publishes anything: then no node is excluded)."""
+        device is not tied to one node (or no driver publishes anything: then no node is
+        excluded)."""
         drivers = {self.class_driver(r.device_class) for r in requests}
         mine = [d for d in self.devices if None in drivers or d.driver in drivers]
         if not mine or any(d.node is None for d in mine):
             return None
         return {d.node for d in mine if d.node}
+
+    def __post_init__(self) -> None:
+        self._by_node: dict[str, list[Device]] = {}
+        self.shared: list[Device] = []  # devices for a set of nodes, or for every node
+        for d in self.devices:
+            if d.node is None:
+                self.shared.append(d)
+            else:
+                self._by_node.setdefault(d.node, []).append(d)
+        self._matching: dict[tuple[str, tuple[str, ...]], tuple[list[Device], bool]] = {}
+        self._ids: dict[int, tuple[list[Device], set[int]]] = {}
+
+    def of_driver(self, driver: str | None) -> list[Device]:
+        """The devices `driver` publishes (every device for None), computed once."""
+        key = ("driver", (driver or "",))
+        found = self._matching.get(key)
+        if found is None:
+            mine = [d for d in self.devices if driver is None or d.driver == driver]
+            found = self._matching[key] = (mine, True)
+        return found[0]
+
+    def on(self, node: str, devices: list[Device]) -> list[Device]:
+        """Those of `devices` a pod on `node` could be given (per node, without a pass over
+        every device of the cluster)."""
+        held = self._ids.get(id(devices))
+        if held is None or held[0] is not devices:  # the lists asked for are the cached ones
+            held = self._ids[id(devices)] = (devices, {id(d) for d in devices})
+        wanted = held[1]
+        here = [d for d in self._by_node.get(node, ()) if id(d) in wanted]
+        here += [d for d in self.shared if id(d) in wanted and d.serves(node, self.node_obj)]
+        return here
 
     @property
     def allocated(self) -> dict[tuple[str, str, str], str]:
@@ -165,7 +175,15 @@ class DraView:
         return None
 
     def matching(self, req: Request) -> tuple[list[Device], bool]:
-        """Devices matching the request's class and selectors, and whether all CEL was understood."""
+        """Devices matching the request's class and selectors, and whether all CEL was
+        understood (computed once per class and selectors, however many nodes ask)."""
+        key = (req.device_class, tuple(req.selectors))
+        found = self._matching.get(key)
+        if found is None:
+            found = self._matching[key] = self._match(req)
+        return found
+
+    def _match(self, req: Request) -> tuple[list[Device], bool]:
         dc = self.classes.get(req.device_class) or {}
         exprs = [
             str((s.get("cel") or {}).get("expression", ""))

@@ -5,15 +5,17 @@ passes it), the nearest miss, and the headline that names it."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from triage.cluster.objects import Obj, labels
-from triage.cluster.quantities import gpu_requests
+from triage.cluster.quantities import fmt_amount, gpu_requests, is_extended
 from triage.layers.scheduling import dra
 from triage.layers.scheduling.filters import resources_fit
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.registry import EXCLUSION_CODES
 from triage.model import Layer
 from triage.signals import Signal
+from triage.vendors import vendor_of
 
 EXCLUSION_CODE = EXCLUSION_CODES
 
@@ -42,9 +44,9 @@ def no_candidate_signal(
         top = ""
     else:
         top = (gpu_counts or counts).most_common(1)[0][0]
-    code = _exclusion_code(top)
+    code = exclusion_code(top) if nodes.total else NO_NODES
     parts = [f"{n} {cat}" for cat, n in counts.most_common()]
-    evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)]
+    evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)] if parts else []
     pools = sorted(
         nodes.excluded.items(),
         key=lambda kv: (kv[0][0] not in fitting, kv[0][0] != top, kv[0][1] != bool(gpu)),
@@ -58,7 +60,10 @@ def no_candidate_signal(
         if len(pool) > len(examples):
             evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
     missing = _unmatched_labels(pod, nodes)
-    summary = no_candidate_summary(code, gpu, missing=missing)
+    absent = _not_offered(placement, nodes, fitting) if code == NOT_OFFERED else []
+    summary = no_candidate_summary(
+        code, _wanted(placement.requests, gpu), missing=missing, absent=absent
+    )
     if fitting:  # name the nearest miss: the node that passes the constraints
         (near, health), category = next(
             (pool[0], cat) for (cat, _), pool in pools if cat == top and pool
@@ -68,10 +73,44 @@ def no_candidate_signal(
     return Signal(
         Layer.SCHEDULING, code, summary, evidence=evidence,
         objects=[f"label {m}" for m in missing] or _constraint(code, pod),
+        values={"resource": absent[0]} if absent else {},
     )  # fmt: skip
 
 
-def _exclusion_code(category: str) -> str:
+NO_NODES = "scheduling.no-nodes"
+NOT_OFFERED = resources_fit.PLUGIN.exclusion_codes[resources_fit.NOT_OFFERED]
+
+
+def _wanted(requests: Mapping[str, int], gpu: dict[str, int]) -> dict[str, int]:
+    """What a headline says the pod asks for: its accelerators and other devices (extended
+    resources: RDMA, SR-IOV, FPGAs), else its CPU, memory and storage."""
+    devices = {r: v for r, v in requests.items() if is_extended(r)}
+    if gpu or devices:
+        return {**gpu, **devices}
+    return {r: v for r, v in requests.items() if r != "pods"}
+
+
+def _not_offered(
+    placement: Placement,
+    nodes: Evaluation,
+    fitting: Counter[str],
+) -> list[str]:
+    """The resources the pod asks that no node passing its constraints lists at all (nodes
+    of one class list the same resources: each class is looked at once)."""
+    missing = [r for r in placement.requests if r != "pods"]
+    classes = nodes.excluded_classes
+    if classes is None:  # judged node by node
+        classes = [(c, h) for (c, _), pool in nodes.excluded.items() for _, h in pool]
+    for category, health in classes:
+        if category in fitting:
+            missing = [r for r in missing if r not in health.allocatable_all]
+            if not missing:
+                break
+    return missing
+
+
+def exclusion_code(category: str) -> str:
+    """The reason code of an exclusion category ("untolerated taint dedicated")."""
     if not category:
         return "scheduling.no-gpu-nodes"
     found = EXCLUSION_CODE.get(category)
@@ -95,13 +134,20 @@ def _unmatched_labels(pod: Obj, nodes: Evaluation) -> list[str]:
     return list(found)
 
 
-def no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) -> str:
+def no_candidate_summary(
+    code: str, gpu: dict[str, int], *, missing: list[str], absent: Sequence[str] = ()
+) -> str:
     """The scheduling headline when no node can ever take the pod. Every input may be empty:
     a pod asking no GPU, a selector on affinity alone, a cluster with no node."""
-    want = ", ".join(f"{v} {k}" for k, v in gpu.items())
-    asks = f"pod requests {want}" if want else "the pod requests no GPU"
+    want = ", ".join(f"{fmt_amount(k, v)} {k}" for k, v in gpu.items())
+    asks = f"pod requests {want}" if want else "the pod requests no accelerator"
     labels_text = ", ".join(missing)
-    kind = "GPU node" if want else "node"
+    vendor = next(filter(None, map(vendor_of, gpu)), None)
+    kind = (
+        "node" if vendor is None
+        else "GPU node" if vendor.device_word == "GPU"
+        else f"{vendor.name} node"
+    )  # fmt: skip
     if code == "scheduling.selector-mismatch":
         if labels_text:
             return f"no {kind} has the label(s) the pod's nodeSelector asks for: {labels_text} ({asks})"
@@ -113,6 +159,11 @@ def no_candidate_summary(code: str, gpu: dict[str, int], *, missing: list[str]) 
         "scheduling.gpus-only-through-dra": f"the nodes the pod may use offer their GPUs only through DRA ResourceClaims ({asks})",
         "scheduling.dra-no-matching-device": "no node the pod may use publishes devices for its ResourceClaims",
         "scheduling.no-gpu-nodes": f"the cluster has no GPU node for this pod ({asks})",
+        NO_NODES: "the cluster has no nodes",
+        NOT_OFFERED: (
+            f"no node the pod may use offers {', '.join(absent) or 'every resource it asks'} "
+            f"({asks})"
+        ),
     }.get(code, f"no node satisfies the pod's placement constraints ({asks})")
 
 

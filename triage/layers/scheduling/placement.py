@@ -108,6 +108,9 @@ class Evaluation:
         # One node per class when the nodes were judged by class (`node_groups`): they carry
         # every value the cluster's nodes have for the labels the pod's selectors name.
         self.representatives: list[Obj] | None = None
+        # (category, one member's health) per excluded node class, when judged by class:
+        # members of a class list the same resources
+        self.excluded_classes: list[tuple[str, NodeHealth]] | None = None
 
     def short_names(self) -> list[str]:
         names = self.derived.short_names

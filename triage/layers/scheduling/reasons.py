@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj
+from triage.cluster.quantities import asks, fmt_amount, is_extended
 from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscaler_signals
 from triage.layers.scheduling.blocks import NodeFit
+from triage.layers.scheduling.filters.resources_fit import INSUFFICIENT
 from triage.layers.scheduling.no_candidate import no_candidate_signal
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.registry import AFTER_FIT_CODES, MODELLED, SUMMARIES
@@ -28,26 +31,26 @@ from triage.vendors import NVIDIA
 # What blocks nodes below the scheduler's filters (their driver, their device plugin), by code.
 _NODE_SUMMARY = {
     "driver.node-not-ready": "{n} of {c} node(s) the pod can use are not Ready",
-    "driver.pod-missing": f"{{n}} of {{c}} node(s) the pod can use have no {NVIDIA.name} driver pod",
-    "driver.pod-failing": f"{{n}} of {{c}} node(s) the pod can use cannot see their GPUs: the {NVIDIA.name} driver pod is failing",
-    "driver.toolkit-failing": f"{{n}} of {{c}} node(s) the pod can use have a failing {NVIDIA.name} container toolkit",
+    "driver.pod-missing": "{n} of {c} node(s) the pod can use have no {vendor} driver pod",
+    "driver.pod-failing": "{n} of {c} node(s) the pod can use cannot see their {devices}: the {vendor} driver pod is failing",
+    "driver.toolkit-failing": "{n} of {c} node(s) the pod can use have a failing {vendor} container toolkit",
     "driver.validation-failed": "{n} of {c} node(s) the pod can use fail the operator's driver validation",
     "driver.component-disabled": "{n} of {c} node(s) the pod can use have their driver or container toolkit switched off by label or policy, and no driver is loaded",
-    "driver.upgrade-in-progress": f"{{n}} of {{c}} node(s) the pod can use are upgrading their {NVIDIA.name} driver",
-    "driver.not-installed": f"{{n}} of {{c}} node(s) the pod can use have no {NVIDIA.name} driver installed",
+    "driver.upgrade-in-progress": "{n} of {c} node(s) the pod can use are upgrading their {vendor} driver",
+    "driver.not-installed": "{n} of {c} node(s) the pod can use have no {vendor} driver installed",
     "driver.mig-config-failed": "{n} of {c} node(s) the pod can use failed their MIG reconfiguration (MIG manager)",
     "device-plugin.pod-missing": "{n} of {c} node(s) the pod can use have no device-plugin pod although one should run there",
     "device-plugin.component-disabled": "{n} of {c} node(s) the pod can use have their device plugin switched off by label or policy",
     "device-plugin.paused": "{n} of {c} node(s) the pod can use have their device plugin paused",
-    "device-plugin.host-plugin": "{n} of {c} node(s) the pod can use advertise no GPUs from the device plugin that runs on the host",
+    "device-plugin.host-plugin": "{n} of {c} node(s) the pod can use advertise no {devices} from the device plugin that runs on the host",
     "device-plugin.not-deployed": "{n} of {c} node(s) the pod can use run no device plugin: no device-plugin DaemonSet targets them",
     "device-plugin.not-installed": "{n} of {c} node(s) the pod can use run no device plugin: none is installed for them",
     "device-plugin.gfd-down": "{n} of {c} node(s) the pod could use lack the GPU labels it selects because GPU feature discovery is not running there",
-    "device-plugin.no-gpu-resource": "{n} of {c} node(s) the pod can use advertise no GPUs to kubelet (device plugin)",
+    "device-plugin.no-gpu-resource": "{n} of {c} node(s) the pod can use advertise no {devices} to kubelet (device plugin)",
     "device-plugin.pod-failing": "{n} of {c} node(s) the pod can use have a failing device plugin",
     "device-plugin.mig-only": "{n} of {c} node(s) the pod can use expose only MIG slices, but the pod asks for whole GPUs",
     "device-plugin.mig-profile-missing": "{n} of {c} node(s) the pod can use are not partitioned into the MIG profile the pod asks for",
-    "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost GPUs to unhealthy devices (allocatable < capacity)",
+    "device-plugin.unhealthy-devices": "{n} of {c} node(s) the pod can use lost {devices} to unhealthy devices (allocatable < capacity)",
     "device-plugin.resource-renamed": "{n} of {c} node(s) the pod can use advertise the GPU under another resource name",
     "device-plugin.mig-reconfiguring": "{n} of {c} node(s) the pod can use are being repartitioned (MIG reconfiguration in progress)",
 }  # fmt: skip
@@ -145,7 +148,8 @@ def _signals(
     blocked_now = not nodes.usable and not nodes.joining
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
-    signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu)
+    signals = [_with_asks(s, pod, placement) for s in node_signals(
+        pod=pod, placement=placement, nodes=nodes, gpu=gpu)]  # fmt: skip
     if not nodes.candidates:
         if sched_line:  # the last signal says why no node is a candidate
             signals[-1] = signals[-1].with_evidence(first=[sched_line])
@@ -162,6 +166,22 @@ def _signals(
             signals[lowest] = signals[lowest].with_evidence(first=[sched_line])
         return signals
     return signals + usable
+
+
+# Signals about the pod's size: they say what it asks, and which container asks it.
+_SIZED = frozenset({INSUFFICIENT, "scheduling.request-too-large",
+                    "scheduling.resource-not-offered", "scheduling.no-mig-profile"})  # fmt: skip
+
+
+def _with_asks(signal: Signal, pod: Obj, placement: Placement) -> Signal:
+    """A signal about the pod's size, with what the pod asks and what drives each request
+    (evaluations are shared by pods of one shape, whose containers may differ)."""
+    if signal.code not in _SIZED:
+        return signal
+    requests = placement.requests
+    devices = {r: v for r, v in requests.items() if is_extended(r)}
+    wanted = devices or {r: v for r, v in requests.items() if r != "pods"}
+    return signal.with_evidence(then=[asks(pod, wanted)]) if wanted else signal
 
 
 def _lowest_blocking(signals: list[Signal], nodes: Evaluation, placement: Placement) -> int | None:
@@ -239,11 +259,15 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
     ):
         template = _SUMMARY.get(code, "{n} of {c} node(s) the pod can use are blocked")
         values = dict(next((f.values for f in group if f.values), {}))
-        summary = template.format_map({**values, "n": n, "c": nodes.candidates})
+        summary = template.format_map({"vendor": NVIDIA.name, "devices": "GPUs", **values,
+                                        "n": n, "c": nodes.candidates})  # fmt: skip
+        scattered = _fragmented(nodes) if code == INSUFFICIENT else []
+        if scattered:  # enough free in all, not on any one node: say both figures
+            summary += f": {scattered[0]}"
         if not blocked_now:
             summary += f" (but {len(usable)} other node(s) can take it)"
         described = [f.describe() for f in group[:SHOWN]]
-        evidence = [text for text, _ in described]
+        evidence = [*scattered[1:], *(text for text, _ in described)]
         if n > SHOWN:
             evidence.append(f"… and {n - SHOWN} more node(s) with the same reason")
         if layer == Layer.DRIVER and any(f.gfd_labels_missing for f in group):
@@ -265,6 +289,39 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
         )
 
     return signals
+
+
+# Past this many nodes short of room, fragmentation is not worked out: a warm triage stays
+# within a few milliseconds at 5,000 nodes (a full pool of thousands of nodes is full; its
+# per-node figures are the evidence).
+FRAGMENTATION_NODES = 256
+
+
+def _fragmented(nodes: Evaluation) -> list[str]:
+    """Resources the nodes short of room have enough of in all but not on any one of them:
+    "16 nvidia.com/gpu free across 5 eligible nodes, at most 4 on one; the pod asks 8"."""
+    asked = [(r, w) for r, w in nodes.requests.items() if w > 1]  # one unit cannot split
+    if not asked or len(nodes.short) > FRAGMENTATION_NODES:
+        return []
+    total = dict.fromkeys(nodes.requests, 0)
+    most, count = total.copy(), total.copy()
+    for health, use in zip(nodes.short, nodes.short_usage, strict=True):
+        alloc, used = health.allocatable_all, use.requests if use is not None else {}
+        for res, _ in asked:
+            free = alloc.get(res, 0) - used.get(res, 0)
+            if free > 0:
+                total[res] += free
+                count[res] += 1
+                most[res] = max(most[res], free)
+    out = []
+    for res, want in asked:
+        if total[res] >= want > most[res]:
+            amount = partial(fmt_amount, res)
+            out.append(
+                f"{amount(total[res])} {res} free across {count[res]} eligible node(s), at "
+                f"most {amount(most[res])} on one; the pod asks {amount(want)}"
+            )
+    return out
 
 
 def _joining_signals(nodes: Evaluation) -> list[Signal]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from triage.cluster.objects import Obj, labels
 from triage.layers.stacks.components import Component
-from triage.vendors.nvidia import STACK_TITLES
+from triage.vendors import STACK_TITLES
 
 
 @dataclass(slots=True)
@@ -43,7 +43,7 @@ class NodePlan:
         return self.role("dra-plugin").expected and not plugin.expected and not plugin.host
 
     def describe(self) -> str:
-        parts = [STACK_TITLES[s] for s in self.stacks]
+        parts = [STACK_TITLES.get(s, s) for s in self.stacks]
         driver = self.role("driver")
         if driver.host:
             parts.append(f"driver {driver.host}")

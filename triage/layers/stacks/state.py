@@ -11,27 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from triage.cluster.objects import Obj, condition, labels, name_of, ns_of, pod_problem
+from triage.cluster.objects import Obj, condition, name_of, ns_of, pod_problem
 from triage.cluster.quantities import resources
-from triage.vendors import VENDORS, is_accelerator
+from triage.vendors import is_accelerator, node_vendor
 
 PREINSTALLED = ("false", "pre-installed")
 
 
 def is_gpu_node(node: Obj) -> bool:
-    """Whether the node carries a known vendor's accelerators: its labels say so (feature
-    discovery's, the PCI vendor's, a cloud's), its capacity lists one, or its instance type
-    is built with them."""
-    lab = labels(node)
-    cap = (node.get("status") or {}).get("capacity") or {}
-    itype = lab.get("node.kubernetes.io/instance-type") or ""
-    return any(
-        any(lab.get(k) == v for k, v in vendor.node_signs)
-        or any(k in lab for k in vendor.node_sign_keys)
-        or any(k == vendor.device_resource or vendor.is_partition(k) for k in cap)
-        or itype.startswith(vendor.instance_prefixes)
-        for vendor in VENDORS
-    )
+    """Whether the node carries a known vendor's accelerators (`Vendor.on_node`)."""
+    return node_vendor(node) is not None
 
 
 def node_ready(node: Obj) -> tuple[bool, str]:

@@ -24,6 +24,7 @@ from triage.layers.stacks.operator import (
     locate_operator,
 )
 from triage.layers.stacks.plan import HOST_DRIVER, Expectation, NodePlan, host_plugin, platform_of
+from triage.vendors import STACK_TITLES
 from triage.vendors.nvidia import (
     DEPLOY,
     DEPLOY_KEY,
@@ -31,7 +32,6 @@ from triage.vendors.nvidia import (
     MIG_CAPABLE,
     NVIDIA,
     OPERATOR,
-    STACK_TITLES,
 )
 
 # Reads every object of a kind (in a namespace, or cluster-wide for None); None when the

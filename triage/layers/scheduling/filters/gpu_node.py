@@ -4,22 +4,34 @@ apart from a node that is only full)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from triage.cluster.objects import Obj
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.framework import Exclusion, FilterPlugin, Phase
-from triage.vendors import NVIDIA
+from triage.vendors import NVIDIA, VENDORS, Vendor, vendor_of
 
 NO_GPU = "no GPU"
+# what the nodes without the devices a pod asks are counted as: "no GPU" for NVIDIA's (as
+# the scheduler's "Insufficient nvidia.com/gpu" is read), "no AMD GPUs" for another vendor's
+CATEGORY = {v.key: NO_GPU if v is NVIDIA else f"no {v.devices}" for v in VENDORS}
 
 
 def exclude(
     pod: Obj, node: Obj, health: NodeHealth, requests: Mapping[str, int], gpu: bool
 ) -> Exclusion | None:
-    if gpu and not health.gpu_node:
-        return Exclusion(NO_GPU, lambda: f"node {health.name} has no {NVIDIA.name} GPU")
+    # GPUs asked as extended resources: a node without GPUs has none of them. Devices asked
+    # through DRA claims are the ResourceSlices' to place (the DynamicResources filter).
+    for res in requests:
+        vendor = vendor_of(res)
+        if vendor is not None and vendor.key not in health.vendors:
+            # a node without this vendor's devices (none, or another vendor's)
+            return Exclusion(CATEGORY[vendor.key], _lacks(health.name, vendor))
     return None
+
+
+def _lacks(name: str, vendor: Vendor) -> Callable[[], str]:
+    return lambda: f"node {name} has no {vendor.name} {vendor.device_word}"
 
 
 PLUGIN = FilterPlugin(
@@ -28,5 +40,5 @@ PLUGIN = FilterPlugin(
     category="insufficient",
     pod_fields=("spec.containers[].resources", "spec.resourceClaims"),
     exclude=exclude,
-    exclusion_codes={NO_GPU: "scheduling.no-gpu-nodes"},
+    exclusion_codes={c: "scheduling.no-gpu-nodes" for c in CATEGORY.values()},
 )

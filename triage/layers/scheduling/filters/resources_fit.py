@@ -20,6 +20,7 @@ from triage.vendors.nvidia import MEMORY, MIG_CAPABLE, MIG_CONFIG, MIG_STRATEGY,
 
 INSUFFICIENT = "scheduling.insufficient"
 TOO_SMALL, MIG, DRA_ONLY = "too small", "no such MIG profile", "GPUs only through DRA"
+NOT_OFFERED = "resource not offered"
 
 # Pods of these namespaces are infrastructure, not the tenants competing for a node.
 SYSTEM_NAMESPACES = (
@@ -56,7 +57,12 @@ def exclude(
             if expected is not None and want > expected:
                 most = f"node {name}: offers at most {expected} {res}, pod requests {want}"
                 return Exclusion(TOO_SMALL, _said(most))
-        elif res in alloc_all and want > alloc_all[res]:
+        elif res not in alloc_all and res != "pods":
+            # kube-scheduler counts a resource the node does not list as none of it: an
+            # extended resource (RDMA, SR-IOV, another vendor's device) no plugin advertises
+            # there, or storage the node does not report
+            return Exclusion(NOT_OFFERED, _said(f"node {name} offers no {res}"))
+        elif want > alloc_all[res]:
             text = (
                 f"node {name}: allocatable {res} {fmt_amount(res, alloc_all[res])} "
                 f"< requested {fmt_amount(res, want)}"
@@ -148,5 +154,6 @@ PLUGIN = FilterPlugin(
         TOO_SMALL: "scheduling.request-too-large",
         MIG: "scheduling.no-mig-profile",
         DRA_ONLY: "scheduling.gpus-only-through-dra",
+        NOT_OFFERED: "scheduling.resource-not-offered",
     },
 )  # fmt: skip

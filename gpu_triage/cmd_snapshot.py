@@ -1,0 +1,234 @@
+"""`gpu-triage snapshot`: a cluster's state as the engine reads it, for later or elsewhere.
+
+A snapshot is how a triage leaves the cluster: attached to a ticket, read by a vendor, run
+again after a fix. It holds exactly the kinds the engine reads (`kube.collect`), redacted
+(`kube.redact`), with a manifest saying what was collected and what could not be, and
+optionally the logs of the GPU components' failing containers. It is written as a folder or
+a `.tar.gz`, and `--snapshot` reads either as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import tarfile
+import tempfile
+import time
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import yaml
+
+from gpu_triage.errors import EXIT_OK, UserError
+from gpu_triage.settings import settings_of
+from gpu_triage.sources import add_live_args
+from triage.cluster.archive import ARCHIVES
+from triage.cluster.coverage import MANIFEST_FILE, plural
+from triage.cluster.kinds import ALL_KINDS
+from triage.cluster.objects import Obj, container_states
+from triage.names import validate_namespace
+
+if TYPE_CHECKING:
+    from kube.client import RawClient
+    from kube.collect import Collected, Log
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "snapshot",
+        help="save the cluster's state as the engine reads it (a folder or .tar.gz)",
+        description="Collect every kind the engine reads, redacted (Secret data, environment "
+        "values, tokens), with a manifest of what was collected; --snapshot reads the result.",
+    )
+    p.add_argument(
+        "path", nargs="?", metavar="PATH",
+        help="where to write: a new or empty folder, or a file ending in .tar.gz (default: "
+        "gpu-triage-snapshot-<cluster>-<UTC time>.tar.gz here)",
+    )  # fmt: skip
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument(
+        "-n", "--namespace", action="append",
+        help="collect workloads, quotas and queues of this namespace (repeatable; default: the "
+        "kubeconfig context's); the pods on every node, DaemonSets, Deployments, claims and "
+        "the cluster-scoped kinds are collected everywhere, as the engine reads them",
+    )  # fmt: skip
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="collect every namespace"
+    )
+    p.add_argument(
+        "--logs", action="store_true",
+        help=f"add the current and previous logs (last {LOG_LINES} lines) of the GPU "
+        "components' failing containers",
+    )  # fmt: skip
+    add_live_args(p)
+    p.set_defaults(handler=snapshot)
+
+
+LOG_LINES = 500
+
+
+def snapshot(args: argparse.Namespace) -> int:
+    from kube.collect import collect
+    from kube.live import connect
+
+    for ns in args.namespace or []:
+        validate_namespace(ns)
+    source = connect(kubeconfig=args.kubeconfig, context=args.context,
+                     timeout=settings_of(args).timeout, page_size=args.chunk_size)  # fmt: skip
+    namespaces = None
+    if not args.all_namespaces:
+        namespaces = args.namespace or [source.default_namespace or "default"]
+    started = time.monotonic()
+    try:
+        got = collect(source.client, namespaces=namespaces, tool=_tool(),
+                      page_size=args.chunk_size)  # fmt: skip
+        _check_namespaces(got, namespaces)
+        if args.logs:
+            got.logs = _logs(source.client, got)
+    finally:
+        source.close()
+    dest = Path(args.path) if args.path else _default_path(got.manifest.cluster)
+    write(got, dest)
+    print(_summary(got, dest, seconds=time.monotonic() - started))
+    return EXIT_OK
+
+
+def _tool() -> str:
+    try:
+        return f"gpu-triage {version('gpu-triage')}"
+    except PackageNotFoundError:
+        return "gpu-triage"
+
+
+def _check_namespaces(got: Collected, namespaces: list[str] | None) -> None:
+    record = got.manifest.kinds.get("Namespace")
+    if namespaces is None or record is None or not record.collected:
+        return
+    known = {str((o.get("metadata") or {}).get("name")) for o in got.objects["Namespace"]}
+    for ns in namespaces:
+        if ns not in known:
+            raise UserError(f"namespace {ns} not found in cluster {got.manifest.cluster}")
+
+
+def failing_containers(pod: Obj) -> list[tuple[str, bool]]:
+    """(container, whether it ran before) of each container of `pod` that fails: waiting for
+    another reason than starting, exited non-zero, or restarting and not ready."""
+    found = []
+    for name, cs in container_states(pod):
+        state = cs.get("state") or {}
+        waiting = (state.get("waiting") or {}).get("reason")
+        exited = (state.get("terminated") or {}).get("exitCode", 0)
+        restarts = int(cs.get("restartCount") or 0)
+        starting = waiting in ("PodInitializing", "ContainerCreating")
+        if (waiting and not starting) or exited or (restarts and not cs.get("ready")):
+            found.append((name, restarts > 0))
+    return found
+
+
+def _logs(client: RawClient, got: Collected) -> list[Log]:
+    """Logs of the failing containers of GPU component pods (driver, toolkit, device
+    plugin, validator...), current and previous, at most MAX_LOGS."""
+    from kube.collect import MAX_LOGS, Log, container_log
+    from triage.layers.stacks.components import pod_component
+
+    wanted: list[Log] = []
+    for pod in got.objects.get("Pod", []):
+        if pod_component(pod) is None:
+            continue
+        meta = pod.get("metadata") or {}
+        ns, name = str(meta.get("namespace")), str(meta.get("name"))
+        for container, ran_before in failing_containers(pod):
+            wanted.append(Log(ns, name, container, previous=False))
+            if ran_before:
+                wanted.append(Log(ns, name, container, previous=True))
+    return [container_log(client, log, got.redactions) for log in wanted[:MAX_LOGS]]
+
+
+def _default_path(cluster: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in cluster)[:60]
+    return Path(f"gpu-triage-snapshot-{safe}-{stamp}.tar.gz")
+
+
+def files(got: Collected) -> list[tuple[str, bytes]]:
+    """The snapshot's files: the manifest, one JSON List per kind collected with objects,
+    and the logs."""
+    manifest = got.manifest
+    manifest.extra = {"redacted": got.redactions.as_dict()}
+    if got.logs:
+        manifest.extra["logs"] = [
+            {"pod": f"{log.namespace}/{log.pod}", "container": log.container,
+             "previous": log.previous, **({"file": log.path} if log.text else {}),
+             **({"error": log.error} if log.error else {})}
+            for log in got.logs
+        ]  # fmt: skip
+    out = [(MANIFEST_FILE, yaml.safe_dump(manifest.to_object(), sort_keys=False).encode())]
+    for kind, items in sorted(got.objects.items()):
+        if not items:
+            continue
+        rt = ALL_KINDS[kind]
+        name = f"objects/{rt.plural}{'.' + rt.group if rt.group else ''}.json"
+        doc = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+        out.append((name, orjson.dumps(doc, option=orjson.OPT_INDENT_2)))
+    out += [(log.path, log.text) for log in got.logs if log.text]
+    return out
+
+
+def write(got: Collected, dest: Path) -> None:
+    """The snapshot at `dest`, whole or not at all: a .tar.gz, or a new (or empty) folder,
+    readable by its owner only (redacted, it still describes the cluster)."""
+    content = files(got)
+    if dest.name.endswith(ARCHIVES):
+        top = dest.name.removesuffix(".tgz").removesuffix(".tar.gz")
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent or Path("."))
+        try:
+            with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+                for name, data in content:
+                    info = tarfile.TarInfo(f"{top}/{name}")
+                    info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
+                    tar.addfile(info, io.BytesIO(data))
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UserError(f"{dest}: exists and is not an empty folder (or name a .tar.gz)")
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name, data in content:
+        target = dest / name
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+
+def _summary(got: Collected, dest: Path, *, seconds: float) -> str:
+    """What was written, what is missing, what was redacted, and how to use it."""
+    kinds = got.manifest.kinds
+    total = sum(r.objects for r in kinds.values() if r.collected)
+    scope = (
+        "all namespaces" if got.manifest.namespaces is None
+        else "namespace(s) " + ", ".join(got.manifest.namespaces)
+    )  # fmt: skip
+    lines = [
+        f"wrote {dest}: {total:,} objects of {sum(r.collected for r in kinds.values())} kinds "
+        f"from cluster {got.manifest.cluster} ({scope}) in {seconds:.1f}s"
+    ]
+    missing = {k: r.reason for k, r in kinds.items() if not r.collected}
+    for kind, why in sorted(missing.items()):
+        lines.append(f"not collected: {plural(kind)} ({why}): reports from it say so")
+    r = got.redactions
+    lines.append(
+        f"redacted: {r.env_values} environment value(s), {r.tokens} token(s), "
+        f"{r.annotations} last-applied annotation(s)"
+    )
+    if got.logs:
+        written = sum(1 for log in got.logs if log.text)
+        lines.append(f"logs: {written} of {len(got.logs)} failing GPU component container log(s)")
+    lines.append(f"triage from it: gpu-triage why-pending POD -n NAMESPACE --snapshot {dest}")
+    return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""`gpu-triage snapshot` against a fake API server on loopback, through the real client: it
+collects exactly the kinds the engine reads, redacts what must not leave the cluster, says
+what it could not collect, and `--snapshot` reads what it wrote (folder or .tar.gz) to the
+same answer a live triage gives, or says what it could not judge."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_triage.cli import main
+from kube.client import resource_name
+from kube.testing import FakeApiServer
+from triage.cluster.kinds import KINDS, NAMED
+from triage.cluster.snapshot import load_objects
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJrdWJlcm5ldGVzIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    with FakeApiServer(load_objects(FIXTURES / "dra-devices-allocated.yaml")) as server:
+        yield server
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def report(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = run(capsys, "why-pending", *args, "-o", "json")
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def test_a_snapshot_holds_exactly_the_engine_kinds_and_triages_as_the_live_cluster(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    archive = tmp_path / "prod.tar.gz"
+    code, out, err = run(capsys, "snapshot", str(archive), "-A", "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    assert out.startswith(f"wrote {archive}: ") and "not collected" not in out
+    # What was asked of the API server: every kind of the engine's table, nothing else.
+    listed = {p.rsplit("/", 1)[1] for p, q in api.requests if "watch" not in q}
+    assert listed == {rt.plural for rt in KINDS.values()} | {
+        name for _, _, names in NAMED.values() for name in names
+    }
+    assert archive.stat().st_mode & 0o077 == 0  # the owner's alone
+    live = report(capsys, "detr-train-0", "-n", "team-vision", "--kubeconfig", kubeconfig)
+    kept = report(capsys, "detr-train-0", "-n", "team-vision", "--snapshot", str(archive))
+    assert kept["failing_layer"] == live["failing_layer"] == "scheduling"
+    assert kept["headline"] == live["headline"]
+    assert [f["codes"] for f in kept["findings"]] == [f["codes"] for f in live["findings"]]
+    assert kept["cluster"] == "fake"  # the manifest names the cluster, not the file
+    assert kept["notes"] == [] and kept["unread"] == []
+
+
+def test_a_kind_that_could_not_be_collected_is_not_judged_and_every_report_says_so(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ResourceSlices forbidden: the snapshot records it; a DRA pod's answer is unknown with
+    the grant to add, and every report, of any pod, carries the note. A CRD the cluster does
+    not serve is collected empty: served, and judged as none."""
+    api.forbidden.add(("resourceslices", "*"))
+    api.not_installed.add("kueue.x-k8s.io")
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    folder = tmp_path / "snap"
+    code, out, err = run(capsys, "snapshot", str(folder), "-A", "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    assert "not collected: ResourceSlices (forbidden: " in out
+    manifest = yaml.safe_load((folder / "manifest.yaml").read_text())
+    assert manifest["kinds"]["ResourceSlice"]["collected"] is False
+    assert manifest["kinds"]["Workload"] == {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "collected": True,
+        "objects": 0,
+        "installed": False,
+    }
+    r = report(capsys, "detr-train-0", "-n", "team-vision", "--snapshot", str(folder))
+    assert r["answer"] == "unknown" and r["failing_layer"] is None
+    [unread] = r["unread"]
+    assert unread["fault"] == "not-in-snapshot" and unread["resource"] == RESOURCE_SLICES
+    note = "no ResourceSlices in the snapshot (forbidden: "
+    assert any(n.startswith(note) and n.endswith(": DRA claims not judged") for n in r["notes"])
+    assert not any("Kueue" in n for n in r["notes"])
+    code, out, _ = run(capsys, "why-pending", "detr-train-0", "-n", "team-vision",
+                       "--snapshot", str(folder))  # fmt: skip
+    assert f"Note: {note}" in out
+
+
+RESOURCE_SLICES = resource_name(KINDS["ResourceSlice"])
+
+
+def test_a_namespace_snapshot_keeps_every_running_pod_and_says_what_it_lacks_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-n team-nlp`: quotas are that namespace's; the pods on every node are there (they
+    decide what is free); a pod of another namespace is triaged, with its quota layer unknown
+    (not "no quota")."""
+    objects = load_objects(FIXTURES / "resourcequota-exceeded.yaml")
+    with FakeApiServer(objects) as api:
+        kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+        folder = tmp_path / "snap"
+        code, _, err = run(capsys, "snapshot", str(folder), "-n", "team-nlp",
+                           "--kubeconfig", kubeconfig)  # fmt: skip
+        assert code == 0, err
+        live = report(capsys, "pretrain-13b", "-n", "team-nlp", "--kubeconfig", kubeconfig)
+    quotas = json.loads((folder / "objects" / "resourcequotas.json").read_text())["items"]
+    assert {q["metadata"]["namespace"] for q in quotas} == {"team-nlp"}
+    pods = json.loads((folder / "objects" / "pods.json").read_text())["items"]
+    running = {o["metadata"]["name"] for o in objects if o["kind"] == "Pod"
+               and o.get("status", {}).get("phase") not in ("Succeeded", "Failed")}  # fmt: skip
+    assert running <= {p["metadata"]["name"] for p in pods}
+    kept = report(capsys, "pretrain-13b", "-n", "team-nlp", "--snapshot", str(folder))
+    assert (kept["failing_layer"], kept["headline"]) == (live["failing_layer"], live["headline"])
+    other = next(p for p in pods if p["metadata"]["namespace"] != "team-nlp"
+                 and "nvidia.com/gpu" in json.dumps(p["spec"]))  # fmt: skip
+    r = report(capsys, other["metadata"]["name"], "-n", other["metadata"]["namespace"],
+               "--snapshot", str(folder))  # fmt: skip
+    quota = next(f for f in r["findings"] if f["layer"] == "quota")
+    assert quota["status"] == "unknown"
+    assert any("namespace(s) team-nlp only" in u["message"] for u in r["unread"])
+
+
+def test_unknown_namespace_and_a_used_folder_are_one_line_errors(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    code, out, err = run(capsys, "snapshot", str(tmp_path / "a"), "-n", "nope",
+                         "--kubeconfig", kubeconfig)  # fmt: skip
+    assert code == 2 and out == ""
+    assert err == "gpu-triage: error: namespace nope not found in cluster fake\n"
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "x").write_text("mine")
+    code, _, err = run(capsys, "snapshot", str(used), "-A", "--kubeconfig", kubeconfig)
+    assert code == 2 and err.startswith(f"gpu-triage: error: {used}: exists and is not an empty")
+    assert (used / "x").read_text() == "mine"
+
+
+def test_secrets_environment_values_and_tokens_never_leave_the_cluster(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = json.loads(json.dumps(api.object("Pod", "detr-train-0", namespace="team-vision")))
+    ctr = pod["spec"]["containers"][0]
+    ctr["env"] = [
+        {"name": "HF_TOKEN", "value": "hf-very-secret-value"},
+        {"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "url"}}},
+    ]
+    ctr["args"] = ["--api-key=sk-abcdefghijklmnopqrstuvwxyz", f"--token {TOKEN}"]
+    pod["metadata"].setdefault("annotations", {})[
+        "kubectl.kubernetes.io/last-applied-configuration"
+    ] = '{"env": "hf-very-secret-value"}'
+    api.apply(pod)
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    archive = tmp_path / "s.tgz"
+    code, out, err = run(capsys, "snapshot", str(archive), "-A", "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    with tarfile.open(archive) as tar:
+        blob = b"".join(tar.extractfile(m).read() for m in tar if m.isfile())  # type: ignore[union-attr]
+    for secret in (b"hf-very-secret-value", b"sk-abcdefghij", TOKEN.encode()):
+        assert secret not in blob
+    assert b'"secretKeyRef"' in blob  # references stay: they name a key, not its value
+    # the pod's one, and the ClusterPolicy's operand settings
+    assert "redacted: 3 environment value(s), 2 token(s), 1 last-applied annotation(s)" in out
+    r = report(capsys, "detr-train-0", "-n", "team-vision", "--snapshot", str(archive))
+    assert r["failing_layer"] == "scheduling"
+
+
+def test_logs_of_failing_gpu_components_are_collected_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--logs: the crashing driver pods' current and previous logs, tokens redacted; a failed
+    log read is recorded in the manifest, not fatal; the snapshot still reads."""
+    objects = load_objects(FIXTURES / "driver-crashloop.yaml")
+    with FakeApiServer(objects) as api:
+        drivers = [o for o in objects if o["kind"] == "Pod"
+                   and o["metadata"]["name"].startswith("nvidia-driver-daemonset")
+                   and o["status"].get("containerStatuses", [{}])[0].get("restartCount")]  # fmt: skip
+        assert drivers
+        first = drivers[0]["metadata"]
+        ctr = drivers[0]["status"]["containerStatuses"][0]["name"]
+        api.logs[(first["namespace"], first["name"], ctr, True)] = (
+            "".join(f"line {i}\n" for i in range(800)) + f"modprobe failed; token={TOKEN}\n"
+        )
+        kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+        folder = tmp_path / "snap"
+        code, out, err = run(capsys, "snapshot", str(folder), "-A", "--logs",
+                             "--kubeconfig", kubeconfig)  # fmt: skip
+        assert code == 0, err
+    log = folder / "logs" / first["namespace"] / first["name"] / f"{ctr}.previous.log"
+    text = log.read_text()
+    assert text.endswith("modprobe failed; token=<redacted>\n") and TOKEN not in text
+    assert len(text.splitlines()) == 500  # the tail
+    manifest = yaml.safe_load((folder / "manifest.yaml").read_text())
+    entries = {(e["pod"], e["previous"]): e for e in manifest["logs"]}
+    assert entries[(f"{first['namespace']}/{first['name']}", True)]["file"] == str(
+        log.relative_to(folder)
+    )
+    assert "error" in entries[(f"{first['namespace']}/{first['name']}", False)]
+    assert all("nvidia" in e["pod"] for e in manifest["logs"])  # GPU components only
+    assert "logs: 1 of " in out
+    code, _, err = run(capsys, "why-pending", "resnet-train-0", "-n", "team-vision",
+                       "--snapshot", str(folder))  # fmt: skip
+    assert code == 0, err
