@@ -205,7 +205,7 @@ def cluster(
     rnd = random.Random(seed)
     objs: list[Obj] = [{"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(OPERATOR_NS)}]
     node_list: list[tuple[str, str, int, bool]] = []
-    resource_of: dict[str, str] = {}  # node -> the devices it offers
+    resource_of: dict[str, tuple[str, int]] = {}  # node -> the devices it offers, how many
     start = 0
     for pool, share, product, gpus, resource in POOLS:
         count = max(1, round(nodes * share))
@@ -220,7 +220,7 @@ def cluster(
                              resource=resource))  # fmt: skip
             # only the NVIDIA pools run the GPU Operator's operands (below)
             node_list.append((name, pool, gpus if nvidia else 0, broken))
-            resource_of[name] = resource
+            resource_of[name] = (resource, gpus)
         start += count
     policy: Obj = {"kind": "ClusterPolicy", "apiVersion": "nvidia.com/v1",
               "metadata": _meta("cluster-policy"),
@@ -268,9 +268,8 @@ def cluster(
             made += 1
     free = {n[0]: n[2] for n in gpu_nodes}
     others = {  # the other vendors' pools: their free devices, per node
-        r: {n: int(c) for n, c in ((n, _cap(objs, n, r)) for n in names) if c}
+        r: {n: count for n, (res, count) in resource_of.items() if res == r and count}
         for r in ("amd.com/gpu", "aws.amazon.com/neuroncore")
-        if (names := [n for n, res in resource_of.items() if res == r])
     }
     pending: list[tuple[str, str]] = []
     workload = 0
@@ -360,8 +359,3 @@ def pinned(objs: list[Obj]) -> list[tuple[str, str]]:
         and (o["spec"].get("nodeSelector") or {}).get(RESERVATION[0]) == RESERVATION[1]
     ]
 
-
-def _cap(objs: list[Obj], name: str, resource: str) -> str:
-    """A node's capacity of `resource`, from the objects made so far."""
-    found = next(o for o in objs if o["kind"] == "Node" and o["metadata"]["name"] == name)
-    return str(found["status"]["capacity"].get(resource, "0"))
