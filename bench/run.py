@@ -1,14 +1,15 @@
-"""Cold sync, warm triage latency, API requests and RSS of the cache versus the naive path.
+"""The CLI's path and the bot's cache: time, API requests and memory, against one floor.
 
-    python -m bench.run --nodes 500 --pods 15000 [--triages 1000] [--naive 20]
+    python -m bench.run --nodes 500 --pods 15000 [--triages 1000] [--cli 2]
 
 The floor, measured first in the same run: receiving and decoding every list page the cache
 reads (same kinds, same page size, same server), with orjson, the GC off and nothing kept.
-The cold sync is printed as a multiple of it, and per 1,000 nodes, with the cache's memory.
+The CLI's path (a fresh live source per command, in a process of its own: `bench.cli`), the
+cache's cold sync and the fleet sweeps are printed as multiples of it, and the cold sync and
+memory per 1,000 nodes.
 
 The synthetic cluster is served by `bench.serve` in a child process over loopback HTTP; this
-process drives the real kubernetes client. "Naive" is a fresh LiveSource per triage (lists
-what the engine asks for on every request). When the engine cannot run yet, the per-triage
+process drives the real kubernetes client. When the engine cannot run yet, the per-triage
 work is the reads every triage makes (namespace, pod, nodes, quotas, node usage, events).
 """
 
@@ -17,8 +18,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,9 +29,10 @@ from typing import Any
 import orjson
 
 from bench.serve import launch
+from bench.synth import PENDING_KINDS, RESERVED
 from kube.cache import CACHED_KINDS, CachedSource
 from kube.client import RawClient, load_client
-from kube.live import PAGE_SIZE, LiveSource
+from kube.lists import PAGE_SIZE
 from kube.testing import write_kubeconfig
 from triage.cluster.source import KINDS, ClusterSource
 
@@ -109,7 +111,45 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def fleet(cache: CachedSource, single_p50: float, change: Callable[[str], list[Any]]) -> None:
+def cli_path(
+    kubeconfig: Path, pending: list[tuple[str, ...]], pinned: list[list[str]], rounds: int,
+    floor_s: float,
+) -> float | None:  # fmt: skip
+    """The CLI's path, in a process of its own (`bench.cli`): why-pending for each kind of
+    stuck pod (the synthetic cluster makes them in turn) and for pods pinned to a 64-node
+    pool, then `pending -A`; each against the floor. The p50 of every why-pending."""
+    if rounds <= 0:
+        return None
+    cases: dict[str, list[Any]] = {
+        kind: [pending[k + 6 * r] for r in range(rounds) if k + 6 * r < len(pending)]
+        for k, kind in enumerate(PENDING_KINDS)
+        if k < len(pending)
+    }
+    if pinned:
+        cases[f"pinned to a {RESERVED}-node pool"] = pinned
+    command = [sys.executable, "-m", "bench.cli", "--kubeconfig", str(kubeconfig),
+               "--cases", json.dumps(cases), "--rounds", str(rounds)]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    every: list[float] = []
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for line in out.splitlines():
+        got = json.loads(line)
+        by_case.setdefault(got["what"], []).append(got)
+    sweep = by_case.pop("pending -A", [])
+    for what, runs in [*by_case.items(), ("pending -A", sweep)]:
+        ms = [r["ms"] for r in runs]
+        if what != "pending -A":
+            every += ms
+        print(f"CLI {'' if what == 'pending -A' else 'why-pending, '}{what} x{len(runs)}: "
+              f"{' / '.join(f'{m:.0f}' for m in ms)} ms = "
+              f"{max(ms) / 1000 / floor_s:.2f}x the floor (the slowest); API requests "
+              f"{' / '.join(str(r['requests']) for r in runs)}; {runs[-1]['detail']}")  # fmt: skip
+    return pct(every, 50) if every else None
+
+
+def fleet(
+    cache: CachedSource, single_p50: float, change: Callable[[str], list[Any]], floor_s: float
+) -> None:
     """The fleet view: every stuck GPU workload triaged and grouped. Full sweeps (every
     workload triaged; the first after the single-pod triages, then a repeat), then the bot's
     sweeps that keep answers between them: with nothing changed, and after one change of each
@@ -126,7 +166,8 @@ def fleet(cache: CachedSource, single_p50: float, change: Callable[[str], list[A
         seconds = time.perf_counter() - t
         per = seconds * 1000 / max(result.workloads + len(result.waiting), 1)
         touched = _touched(last, result) if last is not None else len(result.groups)
-        print(f"fleet {title}: {seconds:.2f}s, {result.workloads} stuck workloads in "
+        print(f"fleet {title}: {seconds:.2f}s ({seconds / floor_s:.2f}x the floor), "
+              f"{result.workloads} stuck workloads in "
               f"{len(result.groups)} groups, {result.gpus} GPUs waiting; triaged "
               f"{result.triaged}, kept {result.reused}; groups touched {touched} of "
               f"{len(result.groups)}; API requests {cache.client.requests - before}; "
@@ -160,7 +201,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=15000)
     parser.add_argument("--triages", type=int, default=1000)
-    parser.add_argument("--naive", type=int, default=20, help="naive triages to time")
+    parser.add_argument(
+        "--cli", "--naive", type=int, default=2, help="CLI triages of each kind of stuck pod"
+    )
     parser.add_argument(
         "--workload",
         choices=("triage", "reads"),
@@ -199,6 +242,7 @@ def main() -> None:
         floor_s, pages, mb = floor(client())
         print(f"floor (receive + decode {pages} list pages, {mb:.0f} MB, keep nothing): "
               f"{floor_s:.2f}s")  # fmt: skip
+        cli_p50 = cli_path(kubeconfig, pending, info.get("pinned") or [], args.cli, floor_s)
         gc.collect()
         base = rss_mb()
         t0 = time.monotonic()
@@ -247,7 +291,8 @@ def main() -> None:
 
         p50 = warm("warm")
         if label == "triage.triage":
-            fleet(cache, p50, change)
+            fleet(cache, p50, change, floor_s)
+        after_sweeps = rss_mb()
         if args.churn > 0:
             server.stdin.write("churn\n")
             server.stdin.flush()
@@ -259,19 +304,12 @@ def main() -> None:
             print(f"  changes applied meanwhile: {applied} (node status, pods finishing and "
                   f"starting); pods cached {stats['Pod']}, relists {stats['relists']}")  # fmt: skip
 
-        naive, naive_reqs = [], []
-        for i in range(args.naive):
-            ns, name = pending[i % len(pending)]
-            live = LiveSource(client())
-            t = time.perf_counter()
-            work(live, ns, name)
-            naive.append((time.perf_counter() - t) * 1000)
-            naive_reqs.append(live.client.requests)
-            live.close()
-        print(f"naive {label} x{args.naive}: p50 {pct(naive, 50):.0f} ms  "
-              f"p95 {pct(naive, 95):.0f} ms  API requests/triage "
-              f"{statistics.mean(naive_reqs):.0f}")  # fmt: skip
-        print(f"speed-up (naive p50 / warm p50): {pct(naive, 50) / p50:.0f}x")
+        if cli_p50:
+            print(f"speed-up (CLI why-pending p50 / warm p50): {cli_p50 / p50:.0f}x")
+        print(f"per 1,000 nodes: floor {floor_s * per:.2f}s, cold sync {cold * per:.2f}s, "
+              f"memory {(rss - base) * per:.0f} MB after the sync, "
+              f"{(max(after_sweeps, rss_mb()) - base) * per:.0f} MB after the sweeps "
+              f"and changes")  # fmt: skip
         cache.close()
     finally:
         server.stdin.close()

@@ -26,6 +26,11 @@ NVIDIA_GPU = "nvidia.com/gpu"
 RDMA = "rdma/hca_shared_devices_a"  # an RDMA device pool some pods ask and no node offers
 TS = "2025-01-01T00:00:00Z"
 OPERATOR_NS = "gpu-operator"
+# A reservation: the first nodes of the H100 pool carry this label, and a few pending pods
+# select it (a team's reserved capacity, full): a pod pinned to a small pool.
+RESERVATION = ("node-reservation", "rsv-a")
+RESERVED = 64  # nodes in the reservation (fewer in a small cluster: a quarter of the pool)
+PINNED = 3  # pending pods pinned to it, besides `pods`
 
 
 def _ts(name: str) -> str:
@@ -48,10 +53,19 @@ def _meta(name: str, ns: str | None = None, **extra: Any) -> Obj:
 
 
 def node(
-    name: str, pool: str, product: str, gpus: int, *, broken: bool, resource: str = NVIDIA_GPU
+    name: str,
+    pool: str,
+    product: str,
+    gpus: int,
+    *,
+    broken: bool,
+    reserved: bool = False,
+    resource: str = NVIDIA_GPU,
 ) -> Obj:
     cap = {"cpu": "96", "memory": "1536Gi", "pods": "110", "ephemeral-storage": "3Ti"}
     labels = {"kubernetes.io/hostname": name, "node-pool": pool}
+    if reserved:
+        labels[RESERVATION[0]] = RESERVATION[1]
     taints = []
     if gpus and resource == "amd.com/gpu":
         labels |= {"feature.node.kubernetes.io/amd-gpu": "true",
@@ -186,24 +200,27 @@ def _quota_rejected(name: str, ns: str, gpu: int) -> list[Obj]:
 def cluster(
     *, nodes: int, pods: int, tenants: int = 40, seed: int = 1
 ) -> tuple[list[Obj], list[tuple[str, str]]]:
-    """All objects, and the (namespace, name) of pending pods worth triaging."""
+    """All objects, and the (namespace, name) of pending pods worth triaging (`pinned` finds
+    the few more pinned to the reservation)."""
     rnd = random.Random(seed)
     objs: list[Obj] = [{"kind": "Namespace", "apiVersion": "v1", "metadata": _meta(OPERATOR_NS)}]
     node_list: list[tuple[str, str, int, bool]] = []
-    resource_of: dict[str, str] = {}  # node -> the devices it offers
+    resource_of: dict[str, tuple[str, int]] = {}  # node -> the devices it offers, how many
     start = 0
     for pool, share, product, gpus, resource in POOLS:
         count = max(1, round(nodes * share))
+        reserved = min(RESERVED, count // 4) if pool == "h100" else 0
         for i in range(count):
             if len(node_list) >= nodes:
                 break
             name = f"{pool}-{start + i:05d}"
             nvidia = resource == NVIDIA_GPU
             broken = gpus > 0 and nvidia and rnd.random() < 0.01
-            objs.append(node(name, pool, product, gpus, broken=broken, resource=resource))
+            objs.append(node(name, pool, product, gpus, broken=broken, reserved=i < reserved,
+                             resource=resource))  # fmt: skip
             # only the NVIDIA pools run the GPU Operator's operands (below)
             node_list.append((name, pool, gpus if nvidia else 0, broken))
-            resource_of[name] = resource
+            resource_of[name] = (resource, gpus)
         start += count
     policy: Obj = {"kind": "ClusterPolicy", "apiVersion": "nvidia.com/v1",
               "metadata": _meta("cluster-policy"),
@@ -251,9 +268,8 @@ def cluster(
             made += 1
     free = {n[0]: n[2] for n in gpu_nodes}
     others = {  # the other vendors' pools: their free devices, per node
-        r: {n: int(c) for n, c in ((n, _cap(objs, n, r)) for n in names) if c}
+        r: {n: count for n, (res, count) in resource_of.items() if res == r and count}
         for r in ("amd.com/gpu", "aws.amazon.com/neuroncore")
-        if (names := [n for n, res in resource_of.items() if res == r])
     }
     pending: list[tuple[str, str]] = []
     workload = 0
@@ -324,10 +340,22 @@ def cluster(
             objs.append(pod(pname, team, node=target, gpu=gpu if target else 0, phase=phase))
         made += 1
         workload += 1
+    for i in range(PINNED):  # after the others: the cluster is otherwise as it was
+        p = pod(f"pinned-{i:03d}-0", teams[i % len(teams)], node=None, gpu=8, phase="Pending",
+                nodeSelector=dict([RESERVATION]))  # fmt: skip
+        p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                      "reason": "Unschedulable",
+                                      "message": f"0/{nodes} nodes are available"}]  # fmt: skip
+        objs.append(p)
     return objs, pending
 
 
-def _cap(objs: list[Obj], name: str, resource: str) -> str:
-    """A node's capacity of `resource`, from the objects made so far."""
-    found = next(o for o in objs if o["kind"] == "Node" and o["metadata"]["name"] == name)
-    return str(found["status"]["capacity"].get(resource, "0"))
+def pinned(objs: list[Obj]) -> list[tuple[str, str]]:
+    """The pending pods of `cluster` pinned to the reservation (a pool of `RESERVED` nodes)."""
+    return [
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objs
+        if o["kind"] == "Pod"
+        and (o["spec"].get("nodeSelector") or {}).get(RESERVATION[0]) == RESERVATION[1]
+    ]
+

@@ -54,7 +54,9 @@ def pending(args: argparse.Namespace) -> int:
     if args.record:  # before any work: the store is an extra
         require("incidents", what="--record")
     settings = settings_of(args)
-    source = source_from(args, settings=settings)
+    source = source_from(
+        args, settings=settings, read_ahead="sweep" if args.all_namespaces else "triage"
+    )
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]

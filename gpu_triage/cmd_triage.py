@@ -57,7 +57,7 @@ def why_pending(args: argparse.Namespace) -> int:
     if args.record:  # before any work: the store is an extra
         require("incidents", what="--record")
     settings = settings_of(args)
-    source = source_from(args, settings=settings)
+    source = source_from(args, settings=settings, read_ahead="triage")
     namespace = args.namespace or source.default_namespace or "default"
     with recording_service(source, settings=settings, record=args.record) as (service, store):
         run = recorded(
@@ -67,8 +67,7 @@ def why_pending(args: argparse.Namespace) -> int:
                 name=args.name,
                 requested_by=who(),
                 via=VIA,
-                nodes=args.output
-                in ("json", "yaml"),  # scripts get every node; people the findings
+                nodes=args.output in ("json", "yaml"),  # scripts: every node; people: findings
             )
         )
         said = None if store is None else summary([run], where=store.display_url)

@@ -82,9 +82,12 @@ def open_source(
     context: str | None = None,
     timeout: float | None = None,
     chunk_size: int = 500,
+    read_ahead: str | None = None,
 ) -> ClusterSource:
     """A snapshot when given; otherwise the kubeconfig context (or in-cluster config), read
-    within `timeout` seconds in all (default: DEFAULT_TIMEOUT)."""
+    within `timeout` seconds in all (default: DEFAULT_TIMEOUT). `read_ahead` says what the
+    command is ("triage", "sweep"): a live source then starts what such a command reads
+    anyway at once, in parallel (`kube.live.connect`)."""
     if snapshot:
         return load_snapshot(snapshot)
     from kube.live import connect  # imported lazily: the kubernetes client is slow to import
@@ -94,11 +97,15 @@ def open_source(
         context=context,
         timeout=timeout or DEFAULT_TIMEOUT,
         page_size=chunk_size,
+        read_ahead=read_ahead,
     )
 
 
 def source_from(
-    args: argparse.Namespace, *, settings: CommonSettings | None = None
+    args: argparse.Namespace,
+    *,
+    settings: CommonSettings | None = None,
+    read_ahead: str | None = None,
 ) -> ClusterSource:
     """The source the command's cluster flags (`add_cluster_args`) name; a live one is read
     within `--timeout`, else `GPU_TRIAGE_TIMEOUT`."""
@@ -108,4 +115,5 @@ def source_from(
         context=args.context,
         timeout=(settings or settings_of(args)).timeout,
         chunk_size=args.chunk_size,
+        read_ahead=read_ahead,
     )

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from kube.client import RawClient, load_client
 from kube.informer import Informer
-from kube.live import LiveSource, events_for, kind_type
+from kube.lists import events_for, kind_type
+from kube.live import LiveSource
 from triage.cluster.objects import Obj
 from triage.cluster.source import KINDS, SourceDefaults, SourceStatus, UnavailableError
 from triage.cluster.usage import NodeUsage, UsageIndex

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -211,9 +212,11 @@ class RawClient:
         self._sleep = sleep
         self.requests = 0  # GET requests sent (watches not included), for metrics and tests
         self.watches = 0
+        self._counting = threading.Lock()  # a command's reads run on several threads
 
     def _count(self) -> None:
-        self.requests += 1
+        with self._counting:
+            self.requests += 1
 
     def get_json(
         self,

@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from kube.client import RawClient
-from kube.live import ACTIVE_PODS, PAGE_SIZE, list_objects
+from kube.lists import PAGE_SIZE, list_objects
+from kube.live import ACTIVE_PODS
 from kube.redact import Redactions, redact, scrub
 from kube.transport import Read, mapped, send
 from triage.cluster.coverage import ACROSS_NAMESPACES, KindRecord, Manifest

@@ -23,7 +23,7 @@ from kube.backoff import Backoff, watch_timeout
 from kube.client import GoneError, RawClient
 from kube.decode import event_decoder, list_decoder
 from kube.fastjson import gc_paused, loads
-from kube.live import WatchListRefused, list_objects, stream_objects
+from kube.lists import WatchListRefused, list_objects, stream_objects
 from kube.slim import projection
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj
@@ -60,7 +60,7 @@ class Informer:
         backoff: Backoff | None = None,
     ) -> None:
         self.client, self.rt = client, rt
-        # Sync by the watch-list protocol (kube.live.stream_objects) until the server refuses
+        # Sync by the watch-list protocol (kube.lists.stream_objects) until the server refuses
         # it once; then by paginated lists. `protocol` says which the last sync used.
         self.watch_list = watch_list
         self.protocol = ""

@@ -1,34 +1,45 @@
-"""The live ClusterSource: reads the cluster per request through the kubernetes client.
+"""The live ClusterSource: reads the cluster per command through the kubernetes client.
 
-`connect()` picks the kubeconfig context (or in-cluster config). `LiveSource` lists what the
-engine asks for, page by page, as raw JSON dicts shaped like `kubectl get -o json` items. It is
-meant to live for one triage: `node_usage()` is computed once per instance. For a bot serving
-many triages, `kube.cache.CachedSource` keeps the same data warm through watches.
+`connect()` picks the kubeconfig context (or in-cluster config). `LiveSource` serves one
+command (a triage, a sweep): each list it reads is kept for the command's life, so the
+command sees one state of the cluster and never reads a list twice; a namespace's objects
+come from the cluster-wide list when that was read, and so do single objects. Lists of pods
+and nodes are decoded against the fields the engine reads (`kube.decode`), as the cache's
+are. What each node's pods request is read for the nodes a triage asks about
+(`kube.node_usage`). Reads the command will make anyway are started together at once
+(`read_ahead`), a few at a time on the source's own threads. For a bot serving many
+triages, `kube.cache.CachedSource` keeps the same data warm through watches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from concurrent.futures import Future
 
-from kube.client import BUILTIN_GROUPS, GoneError, RawClient, context_namespace, load_client
+from kube.client import RawClient, context_namespace, load_client
 from kube.decode import list_decoder
-from kube.fastjson import gc_paused, loads
+from kube.fastjson import gc_paused
+from kube.lists import PAGE_SIZE, events_for, kind_type, list_objects
+from kube.node_usage import NodeUsageReads
+from kube.slim import projection
 from kube.transport import Deadline
-from triage.cluster.objects import Obj
-from triage.cluster.source import (
-    ALL_KINDS,
-    KINDS,
-    ForbiddenError,
-    ResourceType,
-    SourceDefaults,
-    UnavailableError,
-)
-from triage.cluster.usage import NodeUsage, usage_of
+from kube.workers import Workers
+from triage.cluster.indexes import INDEXERS, Index
+from triage.cluster.objects import Obj, name_of, ns_of
+from triage.cluster.source import KINDS, ReadFailedError, SourceDefaults
+from triage.cluster.usage import NodeUsage
 
-PAGE_SIZE = 500
-RELISTS = 3  # times a paginated list starts over when its continue token expires
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+WORKERS = 8  # requests in flight at once (the client's connection pool holds 32)
+
+Read = tuple[str, str | None]  # (kind, namespace or None for all)
+# What a triage reads cluster-wide whatever its pod: the nodes, and what finds the GPU stack.
+TRIAGE_READS: tuple[Read, ...] = (("Node", None), ("DaemonSet", None), ("ClusterPolicy", None))
+# What a sweep of every namespace reads: every kind the engine reads, cluster-wide (the
+# stuck workloads are found among every pod, job and replica set; events are listed once).
+SWEEP_READS: tuple[Read, ...] = tuple((kind, None) for kind in KINDS)
+READ_AHEAD = {"triage": TRIAGE_READS, "sweep": SWEEP_READS}
 
 
 def connect(
@@ -37,240 +48,217 @@ def connect(
     context: str | None = None,
     timeout: float | None = None,
     page_size: int = PAGE_SIZE,
+    read_ahead: str | None = None,
 ) -> LiveSource:
     """A LiveSource for the kubeconfig context (current one by default) or in-cluster config.
     `timeout` bounds, in seconds, everything it will send (None: each request only).
+    `read_ahead` names what the command is ("triage", "sweep"): what any such command reads
+    is then started at once, in parallel.
 
     Raises `kube.errors.ConfigError` (a `SourceError`) when no usable configuration exists.
-    Nothing is sent to the cluster until the first read.
+    Nothing is sent to the cluster before the first read (or `read_ahead`).
     """
     api, name = load_client(kubeconfig=kubeconfig, context=context)
     source = LiveSource(
-        RawClient(api, cluster_name=name, deadline=Deadline(timeout)), page_size=page_size
+        RawClient(api, cluster_name=name, deadline=Deadline(timeout)),
+        page_size=page_size,
+        freeze_gc=True,
     )
     source.default_namespace = context_namespace(kubeconfig=kubeconfig, context=context)
+    if read_ahead is not None:
+        source.read_ahead(READ_AHEAD[read_ahead])
     return source
 
 
-def kind_type(kind: str) -> ResourceType:
-    rt = ALL_KINDS.get(kind)
-    if rt is None:
-        raise ValueError(f"unknown kind {kind!r}")
-    return rt
-
-
-def list_objects(
-    client: RawClient,
-    rt: ResourceType,
-    *,
-    namespace: str | None = None,
-    field_selector: str | None = None,
-    page_size: int = PAGE_SIZE,
-    transform: Callable[[Obj], Obj] | None = None,
-    decode: Callable[[bytes], Any] | None = None,
-) -> tuple[list[Obj], str]:
-    """All items (each with `kind` and `apiVersion` set) and the list's resourceVersion.
-
-    Follows `continue` tokens; when one expires (410 Gone: the list took longer than the
-    server keeps its snapshot), starts over from the first page, up to RELISTS times, as
-    client-go's pager does. A custom resource whose API is not installed lists as empty
-    with resourceVersion "". `transform` is applied page by page (the cache slims objects
-    before the next page arrives, so a full list never sits in memory); `decode` parses
-    each page (`kube.slim.list_decoder`: only the fields `transform` reads).
-    """
-    for attempt in range(RELISTS + 1):
-        try:
-            return _pages(
-                client, rt, namespace=namespace, field_selector=field_selector,
-                page_size=page_size, transform=transform, decode=decode,
-            )  # fmt: skip
-        except GoneError:
-            if attempt == RELISTS:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _pages(
-    client: RawClient,
-    rt: ResourceType,
-    *,
-    namespace: str | None,
-    field_selector: str | None,
-    page_size: int,
-    transform: Callable[[Obj], Obj] | None,
-    decode: Callable[[bytes], Any] | None,
-) -> tuple[list[Obj], str]:
-    items: list[Obj] = []
-    token = ""
-    with gc_paused():  # the whole list: see kube.fastjson
-        while True:
-            query = [("limit", str(page_size))]
-            if token:
-                query.append(("continue", token))
-            if field_selector:
-                query.append(("fieldSelector", field_selector))
-            body = client.get_json(rt, verb="list", namespace=namespace, query=query, decode=decode)
-            if body is None:
-                if rt.group in BUILTIN_GROUPS:
-                    raise UnavailableError(
-                        f"the Kubernetes API at {client.server} does not serve {rt.plural}",
-                        verb="list", resource=rt.plural, namespace=namespace,
-                    )  # fmt: skip
-                return [], ""
-            for item in body.get("items") or []:
-                item["kind"] = rt.kind
-                item["apiVersion"] = rt.api_version
-                items.append(transform(item) if transform else item)
-            meta: dict[str, Any] = body.get("metadata") or {}
-            token = str(meta.get("continue") or "")
-            if not token:
-                return items, str(meta.get("resourceVersion") or "")
-
-
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the annotation ending a watch-list stream
-WATCH_LIST_TIMEOUT = 900  # seconds the initial events of the largest cluster may take
-# Seconds without a byte before the initial-events-end bookmark: a server streams the initial
-# events without pause, so silence means it ignored the parameters (a plain watch, waiting for
-# changes) and will never send the bookmark.
-WATCH_LIST_IDLE = 60
-
-
-class WatchListRefused(UnavailableError):
-    """The server did not serve the watch-list protocol: list instead."""
-
-
-def stream_objects(
-    client: RawClient,
-    rt: ResourceType,
-    *,
-    transform: Callable[[Obj], Obj] | None = None,
-    decode: Callable[[bytes], Any] | None = None,
-) -> tuple[list[Obj], str]:
-    """`list_objects` by the watch-list protocol (KEP-3157, on by default from Kubernetes
-    1.32): one watch with `sendInitialEvents` streams every object as an ADDED event, then a
-    bookmark annotated `k8s.io/initial-events-end` carries the resourceVersion to watch from.
-    The API server answers it from its watch cache, with no list pages to assemble.
-
-    Raises WatchListRefused when the server refuses the request (the feature is off, or the
-    server predates it: 400 or 422), or ends the stream or falls silent for WATCH_LIST_IDLE
-    seconds before that bookmark (a server that ignores the parameters streams every object
-    but never says the state is complete).
-    """
-    query = [
-        ("watch", "1"),
-        ("sendInitialEvents", "true"),
-        ("resourceVersionMatch", "NotOlderThan"),
-        ("allowWatchBookmarks", "true"),
-        ("timeoutSeconds", str(WATCH_LIST_TIMEOUT)),
-    ]
-    parse = decode or loads
-    items: list[Obj] = []
-    opened = False
-    with gc_paused():  # the whole list: see kube.fastjson
-        try:
-            stream = client.watch_lines(rt, query=query, read_timeout=WATCH_LIST_IDLE)
-            with stream as (lines, shutdown):
-                opened = True
-                for line in lines:
-                    event = parse(line)
-                    etype, obj = event.get("type"), event.get("object") or {}
-                    if etype == "ADDED":
-                        obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
-                        items.append(transform(obj) if transform else obj)
-                        continue
-                    if decode is not None:  # a typed decoder keeps only what slim objects hold
-                        event = loads(line)
-                        etype, obj = event.get("type"), event.get("object") or {}
-                    meta = obj.get("metadata") or {}
-                    if (
-                        etype == "BOOKMARK"
-                        and (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true"
-                    ):
-                        shutdown()  # the informer watches on from the bookmark
-                        return items, str(meta.get("resourceVersion") or "")
-                    if etype == "ERROR":
-                        raise WatchListRefused(f"{rt.plural}: {obj.get('message')}")
-        except WatchListRefused:
-            raise
-        except (ForbiddenError, UnavailableError) as e:
-            # Refused: the feature is off or unknown (400, 422), the kind is not served (404,
-            # the list says so), or watching is not allowed where listing may be. A server
-            # that cannot be reached is not a refusal: the caller retries as it would a list.
-            status = getattr(e.__cause__, "status", None)
-            if isinstance(e, ForbiddenError) or status in (400, 404, 422):
-                raise WatchListRefused(str(e)) from e
-            if opened:  # accepted, then silence or a cut: no bookmark is coming
-                raise WatchListRefused(
-                    f"{rt.plural}: no initial-events-end bookmark after {len(items)} objects"
-                ) from e
-            raise
-    raise WatchListRefused(f"{rt.plural}: the stream ended before its initial-events-end bookmark")
-
-
-def events_for(client: RawClient, *, namespace: str, kind: str, name: str) -> list[Obj]:
-    """One request: core/v1 events in the namespace about the named object."""
-    rt = KINDS["Event"]
-    selector = f"involvedObject.kind={kind},involvedObject.name={name}"
-    body = client.get_json(
-        rt,
-        verb="list",
-        namespace=namespace,
-        query=[("fieldSelector", selector)],
-        decode=list_decoder("Event"),
-    )
-    items = list((body or {}).get("items") or [])
-    for item in items:
-        item["kind"] = "Event"
-        item["apiVersion"] = rt.api_version
-    return items
-
-
 class LiveSource(SourceDefaults):
-    """ClusterSource over direct API reads. One instance per triage (usage is cached)."""
+    """ClusterSource over direct API reads, for one command: what it lists is kept.
 
-    def __init__(self, client: RawClient, *, page_size: int = PAGE_SIZE) -> None:
+    `freeze_gc` (a command's process, `connect`): what each list built is frozen out of the
+    cyclic GC's generations, as the cache's lists are (`kube.fastjson`): otherwise the next
+    full collection walks every object read so far (a second, at 5,000 nodes, in the first
+    triage's allocations after the lists). A long-lived process leaves it off: what a
+    frozen object holds is never collected."""
+
+    def __init__(
+        self,
+        client: RawClient,
+        *,
+        page_size: int = PAGE_SIZE,
+        workers: int = WORKERS,
+        freeze_gc: bool = False,
+    ) -> None:
         self.client = client
         self.page_size = page_size
-        self._usage: dict[str, NodeUsage] | None = None
+        self.freeze_gc = freeze_gc
         self.default_namespace = None  # the context's namespace, as kubectl uses (connect)
+        self._workers = Workers(workers)
+        self._lock = threading.Lock()
+        self._lists: dict[Read, Future[list[Obj]]] = {}
+        self._named: dict[Read, dict[tuple[str, str], Obj]] = {}
+        self._node_pods: dict[tuple[str, str], Obj] = {}  # pods read with their node's
+        self._indexes: dict[tuple[str, str], Index] = {}
+        self._usage: NodeUsageReads | None = None
 
     @property
     def cluster_name(self) -> str:
         return self.client.cluster_name
 
+    # --- lists, each read once ---------------------------------------------------------
+
+    def read_ahead(self, reads: Iterable[Read]) -> None:
+        """Start these lists now, in parallel. A list that fails is said when it is asked
+        for (a namespace's objects are then read for themselves: narrow RBAC may allow
+        that where it forbids the cluster-wide list)."""
+        for kind, namespace in reads:
+            self._started(kind, namespace, lambda read: self._workers.submit(read))
+
+    def _started(
+        self,
+        kind: str,
+        namespace: str | None,
+        start: Callable[[Callable[[], list[Obj]]], Future[list[Obj]]],
+    ) -> Future[list[Obj]]:
+        rt = kind_type(kind)
+        key = (kind, namespace if rt.namespaced else None)
+        with self._lock:
+            found = self._lists.get(key)
+            if found is None:
+                found = self._lists[key] = start(lambda: self._list(*key))
+        return found
+
+    def _list(self, kind: str, namespace: str | None, selector: str | None = None) -> list[Obj]:
+        # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
+        # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed.
+        whole = kind == "Pod" and namespace is None and selector is None
+        with gc_paused(freeze=self.freeze_gc):
+            items, _ = list_objects(
+                self.client,
+                kind_type(kind),
+                namespace=namespace,
+                field_selector=selector,
+                page_size=self.page_size,
+                decode=list_decoder(kind),  # pods, nodes, events: what the engine reads
+                transform=projection("Pod") if whole else None,
+            )
+        return items
+
+    def _whole(self, kind: str) -> list[Obj] | None:
+        """The cluster-wide list of `kind` when it was read (or is being read), else None."""
+        started = self._lists.get((kind, None))
+        if started is None:
+            return None
+        try:
+            return started.result()
+        except ReadFailedError:
+            return None
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        rt = kind_type(kind)
+        if rt.namespaced and namespace is not None and (kind, namespace) not in self._lists:
+            whole = self._whole(kind)
+            if whole is not None:
+                return self._started(
+                    kind, namespace, lambda _: _done([o for o in whole if ns_of(o) == namespace])
+                ).result()
+        return self._started(kind, namespace, _now).result()
+
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
         rt = kind_type(kind)
-        obj = self.client.get_json(
-            rt, verb="get", namespace=namespace if rt.namespaced else None, name=name
-        )
+        ns = namespace if rt.namespaced else None
+        for key in dict.fromkeys([(kind, ns), (kind, None)]):
+            if key in self._lists:
+                listed = self._named_in(key)
+                if listed is not None:
+                    return listed.get((ns or "", name))
+        if kind == "Pod" and (ns or "", name) in self._node_pods:
+            return self._node_pods[(ns or "", name)]
+        obj = self.client.get_json(rt, verb="get", namespace=ns, name=name)
         if obj is not None:
             obj.setdefault("kind", rt.kind)
             obj.setdefault("apiVersion", rt.api_version)
         return obj
 
-    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
-        rt = kind_type(kind)
-        items, _ = list_objects(
-            self.client,
-            rt,
-            namespace=namespace if rt.namespaced else None,
-            page_size=self.page_size,
-            # Events only: what the engine reads of them (the other kinds are read whole)
-            decode=list_decoder(kind) if kind == "Event" else None,
-        )
-        return items
+    def _named_in(self, key: Read) -> dict[tuple[str, str], Obj] | None:
+        """The objects of a list read (or being read) by (namespace, name); None when it
+        failed."""
+        found = self._named.get(key)
+        if found is None:
+            try:
+                items = self._lists[key].result()
+            except ReadFailedError:
+                return None
+            found = self._named[key] = {(ns_of(o), name_of(o)): o for o in items}
+        return found
+
+    def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
+        """Objects filed under `key` in an index of `triage.cluster.indexes`, built on first
+        use from the cluster-wide list of `kind` when it was read (a sweep finds every stuck
+        workload's pods without scanning a namespace per workload); None otherwise (the
+        caller scans what it reads)."""
+        built = self._indexes.get((kind, index))
+        if built is None:
+            whole = self._whole(kind) if (kind, None) in self._lists else None
+            if whole is None:
+                return None
+            built = self._indexes[(kind, index)] = Index(INDEXERS[(kind, index)], whole)
+        return built.get(key)
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         return events_for(self.client, namespace=namespace, kind=kind, name=name)
 
+    # --- what the pods on each node request ----------------------------------------------
+
     def node_usage(self) -> Mapping[str, NodeUsage]:
-        """Requests of non-terminated pods per node, listed once for this instance's lifetime."""
+        """Requests of non-terminated pods per node, read for the nodes asked about
+        (`NodeUsageReads`), or from every pod when the cluster's pods were listed."""
         if self._usage is None:
-            pods, _ = list_objects(
-                self.client, KINDS["Pod"], field_selector=ACTIVE_PODS, page_size=self.page_size
+            self._usage = NodeUsageReads(
+                node_pods=self._pods_of,
+                all_pods=self._active_pods,
+                node_count=self._node_count,
+                parallel=self._workers.map,
             )
-            self._usage = usage_of(pods)
         return self._usage
 
+    def _pods_of(self, node: str) -> list[Obj]:
+        """The active pods bound to `node`: one request (answered from the API server's
+        per-node index). They also answer `get` for the pods on that node."""
+        pods = self._list("Pod", None, f"spec.nodeName={node},{ACTIVE_PODS}")
+        with self._lock:
+            for p in pods:
+                self._node_pods[(ns_of(p), name_of(p))] = p
+        return pods
+
+    def _active_pods(self) -> list[Obj]:
+        whole = self._whole("Pod")
+        if whole is not None:
+            return whole
+        return self._list("Pod", None, ACTIVE_PODS)
+
+    def _node_count(self) -> int | None:
+        nodes = self._whole("Node")
+        return None if nodes is None else len(nodes)
+
     def close(self) -> None:
+        """Close the connection and let go of what was read (a source and its usage refer
+        to each other: only the cyclic GC would free them otherwise)."""
+        self._workers.close()
         self.client.close()
+        self._lists, self._named, self._node_pods, self._indexes = {}, {}, {}, {}
+        self._usage = None
+
+
+def _now(read: Callable[[], list[Obj]]) -> Future[list[Obj]]:
+    """`read` run on the caller's thread, as a finished future."""
+    done: Future[list[Obj]] = Future()
+    try:
+        done.set_result(read())
+    except ReadFailedError as e:
+        done.set_exception(e)
+    return done
+
+
+def _done(items: list[Obj]) -> Future[list[Obj]]:
+    done: Future[list[Obj]] = Future()
+    done.set_result(items)
+    return done

@@ -1,42 +1,40 @@
 """Slim projections of raw objects: only the fields the engine reads, for the watch cache.
 
 At 150,000 pods a full pod (managedFields, env, volumes, mounts, probes) costs several
-kilobytes; the engine reads placement, requests and status. Pods of one workload also repeat
-the same containers, tolerations, selectors and labels, and the same short strings (namespace,
-node, phase): a `Sharer` keeps one copy of each. Shared values are never mutated: callers treat
-cached objects as read-only, as with any ClusterSource. Small kinds are kept whole except
-`managedFields`, which nothing reads. When the engine starts reading a new field of a pod or
-node, add it here (tests compare triage through the cache with triage on full objects).
+kilobytes; the engine reads placement, requests and status. What pods have equal (containers,
+tolerations, selectors, labels, whole specs and statuses, short strings) is kept once
+(`kube.share`); a pod's spec and status are looked up by what their slim forms keep before
+anything is made of them; what remains a pod's own is made of dicts as small as CPython makes
+them (`kube.compact`). Small kinds are kept whole except `managedFields`, which nothing
+reads. When the engine starts reading a new field of a pod or node, add it here (tests
+compare triage through the cache with triage on full objects).
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from sys import intern
 from typing import Any
 
 import orjson
 
+from kube.compact import compact, compacted
+from kube.share import ABSENT, Sharer, digest
 from triage.cluster.objects import Obj
-
-
-def _canon(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
 
 # No resourceVersion: nothing reads it from a cached object, and without it an update that
 # changes nothing else slims to an equal object, which the informer then keeps as it is.
-_META = (
+_META = frozenset((
     "name", "namespace", "uid", "labels", "annotations", "ownerReferences",
     "creationTimestamp", "deletionTimestamp", "generation",
-)  # fmt: skip
-_POD_META = tuple(k for k in _META if k != "uid")  # see slim_pod
-_POD_SPEC = (
+))  # fmt: skip
+_POD_META = _META - {"uid"}  # see slim_pod
+_POD_SPEC = frozenset((
     "nodeName", "nodeSelector", "affinity", "tolerations", "overhead", "priority",
     "priorityClassName", "preemptionPolicy", "runtimeClassName", "schedulingGates",
     "resourceClaims", "schedulerName", "serviceAccountName", "topologySpreadConstraints",
-)  # fmt: skip
+))  # fmt: skip
 _SHARED_SPEC = (
     "nodeSelector", "affinity", "tolerations", "overhead", "resourceClaims",
     "topologySpreadConstraints",
@@ -45,94 +43,43 @@ _INTERNED_SPEC = (
     "nodeName", "priorityClassName", "runtimeClassName", "schedulerName",
     "serviceAccountName", "preemptionPolicy",
 )  # fmt: skip
-_OWNER_REF = ("apiVersion", "kind", "name", "controller")
-_CONTAINER = ("name", "image", "resources", "restartPolicy", "ports")
-_POD_STATUS = (
+_CONTAINER = frozenset(("name", "image", "resources", "restartPolicy", "ports"))
+_POD_STATUS = frozenset((
     "phase", "conditions", "reason", "message", "nominatedNodeName", "qosClass",
     "resourceClaimStatuses",
-)  # fmt: skip
-_CONDITION = ("type", "status", "reason", "message", "lastTransitionTime")
-_CONTAINER_STATUS = ("name", "state", "lastState", "ready", "started", "restartCount")
+))  # fmt: skip
+_CONDITION = frozenset(("type", "status", "reason", "message", "lastTransitionTime"))
+_TRUE_CONDITION = _CONDITION - {"lastTransitionTime"}
+_CONTAINER_STATUS = frozenset(("name", "state", "lastState", "ready", "started", "restartCount"))
+_CONTAINER_STATUS_PLAIN = ("name", "ready", "started", "restartCount")
 _NODE_STATUS_DROP = ("images", "volumesInUse", "volumesAttached")
-_MAX_SHARED = 200_000  # distinct shared values kept before the table starts over
-_RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
+_NODE_SHARED = ("capacity", "allocatable", "conditions", "nodeInfo", "daemonEndpoints")
+_OBJECT = ("kind", "apiVersion", "metadata", "spec", "status")
 
 
-class Sharer:
-    """Returns one canonical instance for equal JSON values and short strings."""
-
-    def __init__(self) -> None:
-        self._values: dict[bytes, Any] = {}
-        self._owners: dict[tuple[Any, ...], list[Obj]] = {}
-
-    def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
-        """The canonical instance of `value`. When `value` is new, `parts(value, self)`
-        first shares its parts in place: a value seen before (most pod statuses) skips that."""
-        if not value:
-            return value
-        # A digest, not the canonical JSON itself: most values (a pod's spec with its node,
-        # its owner) are seen once, and a key as large as the value would double their cost.
-        key = hashlib.blake2b(_canon(value), digest_size=16).digest()
-        found = self._values.get(key)
-        if found is not None:
-            return found
-        if parts is not None:
-            parts(value, self)
-        if len(self._values) >= _MAX_SHARED:
-            self._values.clear()
-        self._values[key] = value
-        return value
-
-    @staticmethod
-    def text(value: Any) -> Any:
-        return sys.intern(value) if isinstance(value, str) and len(value) <= 64 else value
-
-    def owners(self, refs: list[Obj]) -> list[Obj]:
-        """One list of owner references for neighbouring objects with the same owners: the
-        pods of a Job or of a DaemonSet come one after another in a list's name order (and
-        in a watch's bursts). Only the last few are kept: most owners have a single pod, and
-        a table of every owner would cost more in keys than it saved."""
-        try:
-            key = tuple([tuple([r.get(k, _ABSENT) for k in _OWNER_REF]) for r in refs])
-            found = self._owners.get(key)
-        except (AttributeError, TypeError):  # not a dict, or an odd value: kept unshared
-            return [{k: self.text(v) for k, v in _pick(r, _OWNER_REF).items()} for r in refs]
-        if found is not None:
-            return found
-        made = [
-            {k: self.text(v) for k, v in zip(_OWNER_REF, values, strict=True) if v is not _ABSENT}
-            for values in key
-        ]
-        if key:
-            if len(self._owners) >= _RECENT_OWNERS:
-                self._owners.clear()
-            self._owners[key] = made
-        return made
-
-
-_ABSENT = object()  # a field an owner reference does not have (not the same as null)
-
-
-def _pick(src: Obj | None, keys: tuple[str, ...]) -> Obj:
+def _pick(src: Obj | None, keys: frozenset[str]) -> Obj:
+    # Over the object's own keys: decoded typed (`kube.decode`), it has few beyond these.
     if not src:
         return {}
-    return {k: src[k] for k in keys if k in src}
+    return {k: v for k, v in src.items() if k in keys}
 
 
-def _head(obj: Obj) -> Obj:
-    return {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion")}
-
-
-def slim_meta(obj: Obj, sharer: Sharer, keys: tuple[str, ...] = _META) -> Obj:
+def slim_meta(
+    obj: Obj, sharer: Sharer, keys: frozenset[str] = _META, *, share_labels: bool = True
+) -> Obj:
     meta = _pick(obj.get("metadata"), keys)
-    if "namespace" in meta:
-        meta["namespace"] = sharer.text(meta["namespace"])
-    for k in ("labels", "annotations"):
+    # Objects created in the same second (a Job's pods, a ReplicaSet scaling up) share their
+    # creation time.
+    for k in ("namespace", "creationTimestamp"):
+        v = meta.get(k)
+        if type(v) is str:
+            meta[k] = intern(v)
+    for k in ("labels", "annotations") if share_labels else ("annotations",):
         if k in meta:
             meta[k] = sharer.value(meta[k])
     if meta.get("ownerReferences"):
         meta["ownerReferences"] = sharer.owners(meta["ownerReferences"])
-    return meta
+    return compacted(meta)
 
 
 def _condition(cond: Obj) -> Obj:
@@ -140,8 +87,59 @@ def _condition(cond: Obj) -> Obj:
     # four of them (~300 bytes each at 150,000 pods) and the engine reads when a pod became
     # unschedulable or unready, not since when it has been fine.
     if cond.get("status") == "True":
-        return _pick(cond, _CONDITION[:-1])
+        return _pick(cond, _TRUE_CONDITION)
     return _pick(cond, _CONDITION)
+
+
+def _status_key(status: Obj) -> Hashable:
+    """What the slim form of a pod status (`_slim_status`) is made of, as a hashable key:
+    every field it keeps, in the decoded order, and of each condition and container state
+    the fields it keeps. Raises TypeError (or AttributeError) for a part that is not a plain
+    value."""
+    parts: list[tuple[str, Any]] = []
+    for k, v in status.items():
+        if k == "conditions":
+            v = tuple(
+                [
+                    (
+                        c.get("type", ABSENT),
+                        c.get("status", ABSENT),
+                        c.get("reason", ABSENT),
+                        c.get("message", ABSENT),
+                        c.get("lastTransitionTime", ABSENT)
+                        if c.get("status") != "True"
+                        else ABSENT,
+                    )
+                    for c in v or ()
+                ]
+            )
+        elif k == "containerStatuses" or k == "initContainerStatuses":
+            v = tuple(
+                [
+                    (
+                        tuple([cs.get(f, ABSENT) for f in _CONTAINER_STATUS_PLAIN]),
+                        _state_key(cs.get("state", ABSENT)),
+                        _state_key(cs.get("lastState", ABSENT)),
+                    )
+                    for cs in v or ()
+                ]
+            )
+        elif k not in _POD_STATUS:
+            continue
+        parts.append((k, v))
+    hash(tuple(parts))  # raises TypeError here for an unhashable part
+    return tuple(parts)
+
+
+def _state_key(state: Any) -> Hashable:
+    if not state or state is ABSENT:
+        return (ABSENT, state is None, state is ABSENT)
+    return tuple(
+        [
+            (k, tuple([(f, x) for f, x in (sub or {}).items() if f not in _STATE_DROP]), not sub)
+            for k, sub in state.items()
+        ]
+    )
 
 
 # Of a container's state, what the engine reads: that it runs, why it waits, how it ended.
@@ -191,49 +189,100 @@ def _status_parts(status: Obj, sharer: Sharer) -> None:
             status[k] = sharer.value([sharer.value(c) for c in status[k]])
 
 
-def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    out_spec = _pick(spec, _POD_SPEC)
+def _spec_parts(spec: Obj, sharer: Sharer) -> None:
+    """Shares the parts of a new pod spec in place: what pods of other shapes or on other
+    nodes have equal (containers, tolerations, selectors), and short strings."""
     for k in _SHARED_SPEC:
-        if k in out_spec:
-            out_spec[k] = sharer.value(out_spec[k])
+        if k in spec:
+            spec[k] = sharer.value(spec[k])
     for k in _INTERNED_SPEC:
-        if k in out_spec:
-            out_spec[k] = sharer.text(out_spec[k])
+        if k in spec:
+            spec[k] = sharer.text(spec[k])
+    for k in ("containers", "initContainers"):
+        if k in spec:
+            spec[k] = sharer.value(spec[k])
+
+
+def _slim_spec(spec: Obj, claims: list[Obj], sharer: Sharer) -> Obj:
+    out = _pick(spec, _POD_SPEC)
     for k in ("containers", "initContainers"):
         if spec.get(k):
-            out_spec[k] = sharer.value([_pick(c, _CONTAINER) for c in spec[k]])
-    # Of the volumes, only claims matter (to the volume filters); the service-account token
-    # volume every pod has is unique per pod and would cost ~200 bytes each.
-    claims = [
-        v for v in spec.get("volumes") or () if "persistentVolumeClaim" in v or "ephemeral" in v
-    ]
+            out[k] = [_pick(c, _CONTAINER) for c in spec[k]]
     if claims:
-        out_spec["volumes"] = [
+        out["volumes"] = [
             {
                 "name": sharer.text(v.get("name")),
                 **{k: v[k] for k in ("persistentVolumeClaim", "ephemeral") if k in v},
             }
             for v in claims
         ]
-    out_status = _pick(status, _POD_STATUS)
+    _spec_parts(out, sharer)
+    return out
+
+
+def _slim_status(status: Obj) -> Obj:
+    out = _pick(status, _POD_STATUS)
     if status.get("conditions"):
-        out_status["conditions"] = [_condition(c) for c in status["conditions"]]
+        out["conditions"] = [_condition(c) for c in status["conditions"]]
     for k in ("containerStatuses", "initContainerStatuses"):
         if status.get(k):
-            out_status[k] = [_container_status(c) for c in status[k]]
+            out[k] = [_container_status(c) for c in status[k]]
+    return out
+
+
+def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
+    """The slim form of a pod spec, shared by every pod whose spec is the same but for
+    its volumes other than claims: looked up by the spec as decoded (typed, it holds
+    only what the slim form keeps), before anything is made of it. Of the volumes, only
+    claims matter (to the volume filters); the service-account token volume every pod
+    has is unique per pod and would cost ~200 bytes each."""
+    volumes = spec.get("volumes")
+    claims = [v for v in volumes or () if "persistentVolumeClaim" in v or "ephemeral" in v]
+    seen = spec if volumes is None else {k: v for k, v in spec.items() if k != "volumes"}
+    try:
+        key: Hashable = digest(orjson.dumps(seen) + (orjson.dumps(claims) if claims else b""))
+    except TypeError:  # not JSON (no API server sends that): made each time
+        return _slim_spec(spec, claims, sharer)
+    found = sharer.specs.get(key)
+    if found is None:
+        found = sharer.keep(sharer.specs, key, _slim_spec(spec, claims, sharer))
+    return found
+
+
+def _shared_status(sharer: Sharer, status: Obj) -> Obj:
+    """The slim form of a pod status, shared by every pod whose status is the same but
+    for what the slim form drops (when each container started, when each condition
+    became true): looked up by those parts as decoded, before anything is made of them
+    (the running pods of a workload, every completed pod of a kind)."""
+    try:
+        key = _status_key(status)
+        found = sharer.statuses.get(key)
+    except (TypeError, AttributeError):  # a part that is not a plain value: made each time
+        return sharer.value(_slim_status(status), _status_parts)  # type: ignore[no-any-return]
+    if found is None:
+        made = sharer.value(_slim_status(status), _status_parts)
+        found = sharer.keep(sharer.statuses, key, made)
+    return found
+
+
+def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
+    spec = obj.get("spec") or {}
     # Judgment call: the engine reads a pod's uid only to match it against a ResourceClaim's
     # reservations, so a pod without claims is kept without it: its metadata then has five
     # keys and fits the smallest dict (165 bytes less per pod, 25 MB at 150,000 pods).
     keys = _META if "resourceClaims" in spec else _POD_META
     # Pods of one workload on one node have equal specs, and running pods of one shape equal
-    # statuses: one copy of each for all of them.
-    return _head(obj) | {
-        "metadata": slim_meta(obj, sharer, keys),
-        "spec": sharer.value(out_spec),
-        "status": sharer.value(out_status, _status_parts),
-    }
+    # statuses: one copy of each for all of them (`_shared_spec`, `_shared_status`).
+    spec_, status_ = _shared_spec(sharer, spec), _shared_status(sharer, obj.get("status") or {})
+    meta = slim_meta(obj, sharer, keys)
+    return compact(_OBJECT, (obj.get("kind"), obj.get("apiVersion"), meta, spec_, status_))
+
+
+def _node_status_parts(status: Obj, sharer: Sharer) -> None:
+    """Shares the parts of a new node status that nodes of one pool have equal."""
+    for k in _NODE_SHARED:
+        if k in status:
+            status[k] = sharer.value(status[k])
 
 
 def slim_node(obj: Obj, sharer: Sharer) -> Obj:
@@ -246,7 +295,17 @@ def slim_node(obj: Obj, sharer: Sharer) -> Obj:
             {k: v for k, v in c.items() if k != "lastHeartbeatTime"} for c in status["conditions"]
         ]
     spec = obj.get("spec") or {}
-    return _head(obj) | {"metadata": slim_meta(obj, sharer), "spec": spec, "status": status}
+    if spec.get("taints"):  # the same across a pool
+        spec = spec | {"taints": sharer.value(spec["taints"])}
+    # A node's labels name it (its hostname): kept, not looked up; their keys and the values
+    # a pool shares are interned.
+    meta = slim_meta(obj, sharer, share_labels=False)
+    if meta.get("labels"):
+        meta["labels"] = {sys.intern(k): sharer.text(v) for k, v in meta["labels"].items()}
+    # Capacity, allocatable, conditions and node info are equal across a pool's nodes (2-3 KB
+    # a node): shared.
+    status = sharer.value(status, _node_status_parts)
+    return compact(_OBJECT, (obj.get("kind"), obj.get("apiVersion"), meta, spec, status))
 
 
 def slim_other(obj: Obj, sharer: Sharer) -> Obj:

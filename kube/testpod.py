@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kube.client import RawClient, path_for
-from kube.live import events_for
+from kube.lists import events_for
 from kube.send import send_json
 from triage.cluster.events import sorted_events
 from triage.cluster.objects import condition, container_states

@@ -38,6 +38,36 @@ class _Resource:
     sorted_keys: list[tuple[str, str]] | None = None
     history: list[tuple[int, bytes]] = field(default_factory=list)  # (rv, watch-event line)
     views: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    # Pods by spec.nodeName, kept current: an API server's watch cache indexes pods by node
+    # (every kubelet lists its own), so a `spec.nodeName=X` list costs the node's pods only.
+    by_node: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+    def file(self, k: tuple[str, str], old: Obj | None, new: Obj | None) -> None:
+        """Keep `by_node` current as the object at `k` changes from `old` to `new`."""
+        was, now = _node_of(old), _node_of(new)
+        if was == now:
+            return
+        if was:
+            held = self.by_node.get(was)
+            if held is not None:
+                held.discard(k)
+                if not held:
+                    del self.by_node[was]
+        if now:
+            self.by_node.setdefault(now, set()).add(k)
+
+
+def _node_of(obj: Obj | None) -> str:
+    return str(((obj or {}).get("spec") or {}).get("nodeName") or "")
+
+
+def _node_term(selector: str) -> str | None:
+    """The node an equality term `spec.nodeName=X` of a field selector names, if any."""
+    for term in selector.split(","):
+        k, sep, v = term.replace("==", "=").partition("=")
+        if sep and k == "spec.nodeName":  # not "spec.nodeName!=X": k ends with "!" then
+            return v
+    return None
 
 
 class FakeApiServer:
@@ -130,6 +160,8 @@ class FakeApiServer:
             item = {k2: v for k2, v in obj.items() if k2 not in ("kind", "apiVersion")}
             if k not in res.items:
                 res.sorted_keys = None
+            old = res.items.get(k)
+            res.file(k, old[0] if old else None, obj)
             res.items[k] = (obj, json.dumps(item).encode())
             res.views.clear()
             if record:
@@ -146,6 +178,7 @@ class FakeApiServer:
         res = self._res[kind]
         with self._cond:
             obj, _ = res.items.pop((namespace or "", name))
+            res.file((namespace or "", name), obj, None)
             res.sorted_keys = None
             res.views.clear()
             self.rv += 1
@@ -243,14 +276,17 @@ class FakeApiServer:
             if res.sorted_keys is None:
                 res.sorted_keys = sorted(res.items)
             view = res.views.get((ns or "", selector))
+            node = _node_term(selector) if selector else None
             if view is None:
+                keys = res.sorted_keys if node is None else sorted(res.by_node.get(node, ()))
                 view = [
                     k
-                    for k in res.sorted_keys
+                    for k in keys
                     if (ns is None or k[0] == ns)
                     and (not selector or matches(res.items[k][0], selector))
                 ]
-                res.views[(ns or "", selector)] = view
+                if node is None:  # one view per node would grow without end under churn
+                    res.views[(ns or "", selector)] = view
             start = 0
             if q.get("continue"):
                 last = tuple(json.loads(base64.b64decode(q["continue"])))

@@ -8,7 +8,9 @@ import bisect
 import contextlib
 import json
 import time
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from kube.testing.wire import status_body
@@ -16,6 +18,10 @@ from triage.cluster.source import ResourceType
 
 if TYPE_CHECKING:
     from kube.testing.server import FakeApiServer
+
+
+def _added(raw: bytes) -> bytes:
+    return b'{"type": "ADDED", "object": ' + raw + b"}\n"
 
 
 def serve_watch(
@@ -35,16 +41,19 @@ def serve_watch(
         handler.wfile.flush()
 
     initial = q.get("sendInitialEvents") == "true" and self.watch_list is True
+    pending: Iterable[bytes]
     with self._cond:
         drops, since = self._drops, int(q.get("resourceVersion") or 0)
         if initial:  # every object, then the bookmark that says the state is complete
             end = {"metadata": {"resourceVersion": str(self.rv),
                                 "annotations": {"k8s.io/initial-events-end": "true"}}}  # fmt: skip
-            since, pending = (
-                self.rv,
-                [b'{"type": "ADDED", "object": ' + raw + b"}\n" for _, raw in res.items.values()]
-                + [json.dumps({"type": "BOOKMARK", "object": end}).encode() + b"\n"],
-            )
+            # The objects as they are now (references: their JSON is already made), each
+            # framed as it is sent, as an API server streams from its watch cache: building
+            # every frame first held a second copy of the whole kind (1.7 GB at 600,000
+            # pods) and sent nothing until it was made.
+            raws = [raw for _, raw in res.items.values()]
+            bookmark = json.dumps({"type": "BOOKMARK", "object": end}).encode() + b"\n"
+            since, pending = self.rv, chain(map(_added, raws), (bookmark,))
         elif since < self.min_rv:
             gone = status_body(410, "Expired", f"too old resource version: {since}")
             pending = [json.dumps({"type": "ERROR", "object": json.loads(gone)}).encode() + b"\n"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import kube.live
+import kube.lists
 from kube.cache import CachedSource, ClusterRegistry
 from kube.client import RawClient, load_client
 from kube.errors import ConfigError
@@ -558,9 +558,9 @@ def test_a_stream_without_its_closing_bookmark_falls_back_to_a_list(
     (a plain watch: every object, then it waits for changes) is listed once its stream ends
     or falls silent; nothing is applied twice."""
     if ends == "stream closes":
-        monkeypatch.setattr(kube.live, "WATCH_LIST_TIMEOUT", 1)
+        monkeypatch.setattr(kube.lists, "WATCH_LIST_TIMEOUT", 1)
     else:
-        monkeypatch.setattr(kube.live, "WATCH_LIST_IDLE", 1)
+        monkeypatch.setattr(kube.lists, "WATCH_LIST_IDLE", 1)
     api.watch_list = None
     seed(api)
     client_api, name = load_client(kubeconfig=kubeconfig)

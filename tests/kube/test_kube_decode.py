@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from kube.decode import list_decoder
-from kube.slim import Sharer, projection
+from kube.share import Sharer
+from kube.slim import projection
 from triage import MalformedSnapshotError, load_snapshot
 from triage.cluster.objects import Obj
 

@@ -149,7 +149,9 @@ def test_events_for_is_one_field_selected_request(api: FakeApiServer, kubeconfig
     assert query["fieldSelector"] == "involvedObject.kind=Pod,involvedObject.name=train"
 
 
-def test_node_usage_counts_active_pods_once(api: FakeApiServer, kubeconfig: str) -> None:
+def test_node_usage_reads_the_nodes_asked_about_then_all(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
     objs = [
         node("n1"),
         node("n2"),
@@ -163,18 +165,25 @@ def test_node_usage_counts_active_pods_once(api: FakeApiServer, kubeconfig: str)
         api.apply(o)
     src = connect(kubeconfig=kubeconfig)
     usage = src.node_usage()
+    assert src.node_usage() is usage  # one for the instance's lifetime
+    before = len(api.requests)
     assert usage["n1"].requests["nvidia.com/gpu"] == 3
     assert usage["n1"].requests["cpu"] == 1500
     assert sorted(usage["n1"].pods) == ["team-a/a", "team-a/b"]
+    assert usage.get("n1") is usage["n1"]  # read once
     assert "n2" not in usage
-    _, query = api.requests[-1]
-    assert query["fieldSelector"] == "status.phase!=Succeeded,status.phase!=Failed"
-    assert src.node_usage() is usage  # cached for the instance's lifetime
-    assert api.count(path_contains="/pods") == 1
+    active = "status.phase!=Succeeded,status.phase!=Failed"
+    assert [(p, q["fieldSelector"]) for p, q in api.requests[before:]] == [
+        ("/api/v1/pods", f"spec.nodeName=n1,{active}"),
+        ("/api/v1/pods", f"spec.nodeName=n2,{active}"),
+    ]
     expected = MemorySource(objs).node_usage()
+    # Iterating needs every node: one list of every active pod.
     assert {n: (u.requests, sorted(u.pods)) for n, u in usage.items()} == {
         n: (u.requests, sorted(u.pods)) for n, u in expected.items()
     }
+    assert api.requests[-1] == ("/api/v1/pods", {"limit": "500", "fieldSelector": active})
+    assert len(api.requests) == before + 3
 
 
 def test_live_source_is_a_cluster_source(kubeconfig: str) -> None:

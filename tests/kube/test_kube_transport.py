@@ -15,7 +15,8 @@ import trustme
 from kube import transport
 from kube.client import GoneError, RawClient, load_client
 from kube.errors import NotKubernetesError, TLSError
-from kube.live import LiveSource, list_objects
+from kube.lists import list_objects
+from kube.live import LiveSource
 from kube.testing import FakeApiServer
 from kube.transport import Deadline
 from tests.builders import node

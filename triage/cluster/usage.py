@@ -9,12 +9,18 @@ node keeps its value (what a sweep compares by identity). Each change to a node'
 numbered (a generation) and logged, so a reader that kept an answer derived from one snapshot
 can ask which nodes changed before the next (`UsageSnapshot.changed_since`) instead of
 comparing every node.
+
+A source that reads the cluster per command need not read every pod: `LazyUsage` is the usage
+it reads when asked (the live source reads the pods of the nodes asked about). The engine says
+which nodes it is about to ask about (`want`), so they are read together, and reads it whole
+(`read_whole`) before work that may ask about any node.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from abc import abstractmethod
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from triage.cluster.objects import Obj, name_of, ns_of, pod_terminated
@@ -38,6 +44,32 @@ def usage_of(pods: Iterable[Obj]) -> dict[str, NodeUsage]:
     index = UsageIndex()
     index.replace(pods)
     return index.snapshot()
+
+
+class LazyUsage(Mapping[str, NodeUsage]):
+    """Node usage read when asked, by a source that reads the cluster per command. Every read
+    (`get`, `want`, `read_all`, iterating) may raise `ReadFailedError`."""
+
+    @abstractmethod
+    def want(self, names: Collection[str]) -> None:
+        """The nodes about to be asked about: read them together, now."""
+
+    @abstractmethod
+    def read_all(self) -> None:
+        """Read every node's usage now."""
+
+
+def want(usage: Mapping[str, NodeUsage], names: Callable[[], Collection[str]]) -> None:
+    """Say which nodes are about to be asked about, to usage read when asked (`LazyUsage`);
+    `names` is called only then."""
+    if isinstance(usage, LazyUsage):
+        usage.want(names())
+
+
+def read_whole(usage: Mapping[str, NodeUsage]) -> None:
+    """Usage read when asked is read whole now (before work that may ask about any node)."""
+    if isinstance(usage, LazyUsage):
+        usage.read_all()
 
 
 Contribution = tuple[str, dict[str, int]]
@@ -79,13 +111,14 @@ class UsageSnapshot(dict[str, NodeUsage]):
 
 
 class UsageIndex:
-    """`usage_of`, kept current pod change by pod change (thread-safe)."""
+    """`usage_of`, kept current pod change by pod change (thread-safe). A change names the
+    pod as the index was last told of it (`change(old, new)`), so a pod's contribution is
+    worked out from that object again rather than kept for every pod (44 bytes a pod)."""
 
     LOG = 20_000  # node changes remembered for `changed_between`
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_pod: dict[tuple[str, str], Contribution] = {}
         self._usage: dict[str, NodeUsage] = {}
         self._generation = 0
         self._log: list[tuple[int, str]] = []  # (generation, node), one per generation
@@ -93,38 +126,33 @@ class UsageIndex:
 
     def replace(self, pods: Iterable[Obj]) -> None:
         """Rebuild from a full list (initial sync or relist)."""
-        by_pod: dict[tuple[str, str], Contribution] = {}
         usage: dict[str, NodeUsage] = {}
         for pod in pods:
             c = contribution(pod)
             if c is None:
                 continue
-            k = (ns_of(pod), name_of(pod))
-            by_pod[k] = c
             u = usage.setdefault(c[0], NodeUsage())
             for res, amount in c[1].items():
                 u.requests[res] = u.requests.get(res, 0) + amount
-            u.pods.append(f"{k[0]}/{k[1]}")
+            u.pods.append(f"{ns_of(pod)}/{name_of(pod)}")
         with self._lock:
-            self._by_pod, self._usage = by_pod, usage
+            self._usage = usage
             self._generation += 1  # nothing before this is comparable with what follows
             self._log.clear()
 
     def change(self, old: Obj | None, new: Obj | None) -> None:
-        gone = new if new is not None else old or {}
-        k = (ns_of(gone), name_of(gone))
+        """A pod changed from `old` (as this index was last given it: by `replace` or
+        `change`; None when it is new) to `new` (None when it is gone)."""
+        c_old = contribution(old) if old is not None else None
         c_new = contribution(new) if new is not None else None
+        if c_old == c_new:
+            return
+        pod = new if new is not None else old or {}
+        ref = f"{ns_of(pod)}/{name_of(pod)}"
         with self._lock:
-            c_old = self._by_pod.pop(k, None)
-            if c_old == c_new:
-                if c_new is not None:
-                    self._by_pod[k] = c_new
-                return
-            ref = f"{k[0]}/{k[1]}"
             if c_old is not None:
                 self._adjust(c_old, ref=ref, sign=-1)
             if c_new is not None:
-                self._by_pod[k] = c_new
                 self._adjust(c_new, ref=ref, sign=1)
 
     def _adjust(self, c: Contribution, *, ref: str, sign: int) -> None:

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from triage.cluster.memo import IdentityMemo, Recent
 from triage.cluster.objects import Obj
-from triage.cluster.usage import NodeUsage, UsageMark, UsageSnapshot
+from triage.cluster.usage import NodeUsage, UsageMark, UsageSnapshot, want
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling.placement import Evaluation, NodeClass, Placement, class_key
 
@@ -221,6 +221,8 @@ def _evaluate_groups(
         ("layout", *((k, by_resources) for k, _, by_resources in parts)),
         lambda: _Layout(parts),
     )
+    # Usage read when asked (a live source) reads the candidates' together, and no other.
+    want(usage, lambda: [*layout.names, *(health.name for *_, health in layout.slow)])
     fit = _fits(layout, [classes[k] for k, _, _ in parts], usage)
     out.candidates = len(layout.names)
     out.short, out.short_usage, out.usable = fit.short, fit.short_usage, fit.usable  # shared

@@ -31,7 +31,13 @@ from triage.layers.scheduling.reasons import (
 )
 from triage.layers.scheduling.registry import needs_filters
 from triage.layers.scheduling.scheduler import latest_failed_scheduling
-from triage.layers.scheduling.shared import pod_shape, read_nodes, read_usage, shared_evaluation
+from triage.layers.scheduling.shared import (
+    pod_shape,
+    read_nodes,
+    read_usage,
+    shared_evaluation,
+    using,
+)
 from triage.model import Layer
 from triage.signals import REPORTED, Signal
 
@@ -62,7 +68,7 @@ def check(ctx: Context) -> CheckResult:
         nodes = read_nodes(ctx)
         if nodes is None:
             return _unjudged(ctx, pod, claims.signals)
-        usage = read_usage(ctx)
+        usage = read_usage(ctx, whole=True)  # the filters may ask about any node
         filters = _filters(ctx, pod, nodes, usage, existing=existing)
         placement = Placement(
             pod=pod, requests=requests, dra=claims.node, only_nodes=only, filters=filters
@@ -189,7 +195,8 @@ def _victims(ctx: Context, pod: Obj) -> list[tuple[str, str]]:
     usage = read_usage(ctx)
     mine = int((pod.get("spec") or {}).get("priority") or 0)
     out = []
-    for p in pods_on(str(node), usage, ctx.getter(Layer.SCHEDULING)):
+    getter = ctx.getter(Layer.SCHEDULING)
+    for p in using(ctx, usage, lambda usage: pods_on(str(node), usage, getter)):
         if int((p.get("spec") or {}).get("priority") or 0) < mine and meta(p).get(
             "deletionTimestamp"
         ):

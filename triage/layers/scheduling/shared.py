@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from triage.cluster.objects import Obj
 from triage.cluster.quantities import gpu_requests
 from triage.cluster.source import ReadFailedError
-from triage.cluster.usage import NodeUsage
+from triage.cluster.usage import NodeUsage, read_whole
 from triage.layers.base import Context
 from triage.layers.scheduling import by_class
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.reasons import evaluation_digest, node_signals
 from triage.model import Layer
 
+T = TypeVar("T")
 Shape = tuple[str, str]
 SHAPE = "shape"  # the tag of a shape's key among what a triage depends on
 
@@ -34,14 +35,32 @@ def read_nodes(ctx: Context) -> list[Obj] | None:
     return ctx.try_read("Node", None, layers=(Layer.DRIVER, Layer.DEVICE_PLUGIN, Layer.SCHEDULING))
 
 
-def read_usage(ctx: Context) -> Mapping[str, NodeUsage]:
+def read_usage(ctx: Context, *, whole: bool = False) -> Mapping[str, NodeUsage]:
     """What the pods on each node request; {} when the pods cannot be listed (free resources
-    are then not known: the scheduling layer is unknown)."""
+    are then not known: the scheduling layer is unknown). A source may read usage as it is
+    asked for (the live one reads the nodes a triage asks about): `whole` reads all of it
+    now, for work that may ask about any node; otherwise use it through `using`."""
     try:
-        return ctx.source.node_usage()
+        usage = ctx.source.node_usage()
+        if whole:
+            read_whole(usage)
+        return usage
     except ReadFailedError as e:
         ctx.could_not(e, Layer.SCHEDULING)
         return {}
+
+
+def using(
+    ctx: Context, usage: Mapping[str, NodeUsage], use: Callable[[Mapping[str, NodeUsage]], T]
+) -> T:
+    """`use(usage)`; when a read of usage read as asked fails there, free resources are not
+    known, as when `read_usage` fails: the scheduling layer is unknown, and `use` judges with
+    none. (`use` reads nothing else that raises.)"""
+    try:
+        return use(usage)
+    except ReadFailedError as e:
+        ctx.could_not(e, Layer.SCHEDULING)
+        return use({})
 
 
 def shared_evaluation(
@@ -72,16 +91,20 @@ def shared_evaluation(
         usage = read_usage(ctx)
         healths = ctx.healths.all(nodes, ctx.view)
     made = placement
-    if shared is None:
-        evaluation = by_class.evaluate(made, nodes, healths, usage, memo=ctx.memo)
-    else:
+
+    def judge(usage: Mapping[str, NodeUsage]) -> Evaluation:
+        if shared is None:
+            return by_class.evaluate(made, nodes, healths, usage, memo=ctx.memo)
         # The last sweep's evaluation while every node, its health and its usage are the same
         # objects (a quiet cluster, or a change elsewhere): its digest is then the same too.
-        evaluation = ctx.memo.get(
+        return ctx.memo.get(
             ("shape-evaluation", shape),
             (*nodes, *healths, *usage.keys(), *usage.values()),
             lambda: by_class.evaluate(made, nodes, healths, usage, memo=ctx.memo),
         )
+
+    evaluation = using(ctx, usage, judge)
+    if shared is not None:
         shared[shape] = (placement, evaluation, ctx.unknowns[before:])
         pod = placement.pod
         node_signals(pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod))

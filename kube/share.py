@@ -1,0 +1,114 @@
+"""Sharing equal values across the cache's objects: one copy of each.
+
+Pods of one workload repeat the same containers, tolerations, selectors, labels and statuses,
+and the same short strings (namespace, node, phase). A `Sharer` returns one canonical
+instance for equal JSON values (found by a digest of their canonical JSON), for values its
+callers key themselves (`keep`: `kube.slim` keys a pod's spec and status by what it keeps of
+them, before making anything), for short strings (interned), and for the owner references
+of neighbouring objects. Shared values are never mutated: callers treat cached objects as
+read-only, as with any ClusterSource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from sys import intern
+from typing import Any
+from zlib import crc32
+
+import orjson
+
+from kube.compact import compact
+from triage.cluster.objects import Obj
+
+_OWNER_REF = ("apiVersion", "kind", "name", "controller")
+_MAX_SHARED = 200_000  # distinct shared values kept before a table starts over
+_RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
+
+
+def _canon(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def digest(data: bytes) -> int:
+    """96 bits naming `data`: Python's SipHash of it (keyed per process, unless
+    PYTHONHASHSEED fixes the key) and its CRC-32. Two values of a cluster share a digest
+    with odds of about one in 2**96 per pair; sharing one value for another on purpose would
+    take a second preimage of both (2**64 tries with the key known). A 16-byte BLAKE2b digest
+    cost twice as long (a tenth of a cold sync)."""
+    return hash(data) << 32 | crc32(data)
+
+
+class Sharer:
+    """Returns one canonical instance for equal JSON values and short strings."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, Any] = {}
+        # Whole values looked up by a key their maker chose (`keep`): pod specs by the spec
+        # as decoded, statuses by what their slim form keeps (`kube.slim`).
+        self.specs: dict[Hashable, Obj] = {}
+        self.statuses: dict[Hashable, Obj] = {}
+        self._owners: dict[tuple[Any, ...], list[Obj]] = {}
+
+    def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
+        """The canonical instance of `value`. When `value` is new, `parts(value, self)`
+        first shares its parts in place: a value seen before (most pod statuses) skips that."""
+        if not value:
+            return value
+        # A digest, not the canonical JSON itself: most values (a pod's spec with its node,
+        # its owner) are seen once, and a key as large as the value would double their cost.
+        key = digest(_canon(value))
+        found = self._values.get(key)
+        if found is not None:
+            return found
+        if parts is not None:
+            parts(value, self)
+        if len(self._values) >= _MAX_SHARED:
+            self._values.clear()
+        self._values[key] = value
+        return value
+
+    def keep(self, table: dict[Hashable, Obj], key: Hashable, value: Obj) -> Obj:
+        """`value`, kept in `table` (one of the above) under `key`."""
+        if len(table) >= _MAX_SHARED:
+            table.clear()
+        table[key] = value
+        return value
+
+    @staticmethod
+    def text(value: Any) -> Any:
+        return intern(value) if type(value) is str and len(value) <= 64 else value
+
+    def owners(self, refs: list[Obj]) -> list[Obj]:
+        """One list of owner references for neighbouring objects with the same owners: the
+        pods of a Job or of a DaemonSet come one after another in a list's name order (and
+        in a watch's bursts). Only the last few are kept: most owners have a single pod, and
+        a table of every owner would cost more in keys than it saved."""
+        try:
+            key = tuple([tuple([r.get(k, ABSENT) for k in _OWNER_REF]) for r in refs])
+            found = self._owners.get(key)
+        except (AttributeError, TypeError):  # not a dict, or an odd value: kept unshared
+            return [
+                {k: self.text(v) for k, v in r.items() if k in _OWNER_REF}
+                if isinstance(r, dict)
+                else r
+                for r in refs
+            ]
+        if found is not None:
+            return found
+        # The kind and API version repeat; the owner's name is interned by nothing: most
+        # owners have one pod, and their names would only grow the interpreter's table.
+        made = [
+            compact(_OWNER_REF, (intern(values[0]), intern(values[1]), *values[2:]))
+            if ABSENT not in values and type(values[0]) is str and type(values[1]) is str
+            else {k: v for k, v in zip(_OWNER_REF, values, strict=True) if v is not ABSENT}
+            for values in key
+        ]
+        if key:
+            if len(self._owners) >= _RECENT_OWNERS:
+                self._owners.clear()
+            self._owners[key] = made
+        return made
+
+
+ABSENT = object()  # a field an owner reference does not have (not the same as null)

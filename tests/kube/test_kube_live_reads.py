@@ -1,0 +1,231 @@
+"""What a CLI command reads through the live source, and that reading less answers the same.
+
+The live source reads each list once per command, answers a namespace's objects and single
+objects from a cluster-wide list it read, starts what a command reads anyway in parallel,
+and reads what the pods on a node request for the nodes a triage asks about. Every report
+must be what a source holding every object gives: these tests compare them on every fixture
+and on a synthetic cluster, served by the loopback fake API server.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.goldens import snapshots
+from bench.synth import cluster
+from kube.live import LiveSource, connect
+from kube.node_usage import NodeUsageReads
+from kube.testing import FakeApiServer
+from kube.workers import Workers
+from tests.builders import OPNS, node, operator_pods, pod
+from triage import triage
+from triage.cluster.memory import MemorySource
+from triage.cluster.snapshot import load_objects
+from triage.cluster.source import ForbiddenError
+from triage.fleet import stuck_workloads, sweep
+from triage.render import report_data
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+ACTIVE = "status.phase!=Succeeded,status.phase!=Failed"
+Obj = dict[str, Any]
+
+
+class Listed(MemorySource):
+    """Every object in memory, listed in the API server's order (namespace, then name), and
+    current (no snapshot time): what the live source must agree with."""
+
+    def __init__(self, objs: list[Obj]) -> None:
+        def order(o: Obj) -> tuple[str, str]:
+            return (o["metadata"].get("namespace") or "", o["metadata"]["name"])
+
+        super().__init__(json.loads(json.dumps(sorted(objs, key=order))), cluster_name="fake")
+
+    @property
+    def as_of(self) -> None:
+        return None
+
+
+def served(objs: list[Obj], tmp_path: Path) -> tuple[FakeApiServer, str]:
+    api = FakeApiServer(json.loads(json.dumps(objs))).start()
+    return api, str(api.write_kubeconfig(tmp_path / "kubeconfig", context="fake"))
+
+
+def report(source: Any, ns: str, name: str) -> Obj:
+    return report_data(triage(source, namespace=ns, name=name, now=NOW))
+
+
+def pod_lists(api: FakeApiServer, since: int = 0) -> list[str]:
+    """The field selectors of every cluster-wide pod list since request `since`."""
+    return [q.get("fieldSelector", "") for p, q in api.requests[since:] if p == "/api/v1/pods"]
+
+
+def daemonset(app: str) -> Obj:
+    """A GPU Operator DaemonSet, so that its pods are read from its namespace alone."""
+    tpl = {"metadata": {"labels": {"app": app}}, "spec": {"containers": [{"name": app}]}}
+    return {"kind": "DaemonSet", "apiVersion": "apps/v1",
+            "metadata": {"name": app, "namespace": OPNS, "labels": {"app": app}},
+            "spec": {"selector": {"matchLabels": {"app": app}}, "template": tpl}}  # fmt: skip
+
+
+def pool_cluster() -> list[Obj]:
+    """100 busy GPU nodes, 10 of them in a small pool, and a pod pinned to that pool."""
+    objs: list[Obj] = [daemonset(p["metadata"]["labels"]["app"]) for p in operator_pods("x")]
+    for i in range(100):
+        pool = "small" if i % 10 == 3 else "big"
+        objs.append(node(f"n{i:02d}", extra_labels={"pool": pool}))
+        objs += operator_pods(f"n{i:02d}")
+        objs += [
+            pod(f"run-{i:02d}-{j}", node_name=f"n{i:02d}", gpus=3, phase="Running", selector={})
+            for j in range(2)
+        ]
+    objs.append(pod("pinned", gpus=4, selector={"pool": "small"}))
+    objs.append(pod("anywhere", gpus=4, selector={}))
+    return objs
+
+
+def test_pod_pinned_to_a_small_pool_reads_its_pool_s_pods_only(tmp_path: Path) -> None:
+    objs = pool_cluster()
+    api, kubeconfig = served(objs, tmp_path)
+    try:
+        live = connect(kubeconfig=kubeconfig, read_ahead="triage")
+        got = report(live, "team-a", "pinned")
+        assert got == report(Listed(objs), "team-a", "pinned")
+        assert sorted(pod_lists(api)) == [
+            f"spec.nodeName=n{i:02d},{ACTIVE}" for i in range(3, 100, 10)
+        ]
+        usage = live.node_usage()
+        assert isinstance(usage, NodeUsageReads)
+        assert usage.nodes_read == 10 and not usage.whole
+        # A pod that fits on any of the 100 nodes: one list of every active pod instead.
+        before = len(api.requests)
+        live = connect(kubeconfig=kubeconfig, read_ahead="triage")
+        assert report(live, "team-a", "anywhere") == report(Listed(objs), "team-a", "anywhere")
+        assert pod_lists(api, before) == [ACTIVE, ACTIVE]  # one list: 502 pods, two pages
+    finally:
+        api.stop()
+
+
+@pytest.mark.parametrize("path", snapshots(), ids=lambda p: p.name)
+def test_live_reports_and_sweeps_equal_those_from_every_object(path: Path, tmp_path: Path) -> None:
+    objs = load_objects(path)
+    every = Listed(objs)
+    api, kubeconfig = served(objs, tmp_path)
+    try:
+        for item in stuck_workloads(every):
+            live = connect(kubeconfig=kubeconfig, read_ahead="triage")
+            assert report(live, item.namespace, item.name) == report(
+                every, item.namespace, item.name
+            ), f"{item.namespace}/{item.name}"
+        live = connect(kubeconfig=kubeconfig, read_ahead="sweep")
+        assert sweep(live, now=NOW).model_dump() == sweep(every, now=NOW).model_dump()
+    finally:
+        api.stop()
+
+
+def test_synthetic_cluster_reads_per_node_or_whole_and_answers_the_same(
+    tmp_path: Path,
+) -> None:
+    objs, pending = cluster(nodes=120, pods=2400)
+    every = Listed(objs)
+    api, kubeconfig = served(objs, tmp_path)
+    ways = set()
+    try:
+        for ns, name in pending[:12]:  # two of each kind of stuck pod
+            live = connect(kubeconfig=kubeconfig, read_ahead="triage")
+            assert report(live, ns, name) == report(every, ns, name), f"{ns}/{name}"
+            usage = live.node_usage()
+            assert isinstance(usage, NodeUsageReads)
+            ways.add("whole" if usage.whole else "per node" if usage.nodes_read else "none")
+    finally:
+        api.stop()
+    assert ways == {"whole", "per node", "none"}
+
+
+def test_lists_are_read_once_and_answer_namespaces_and_single_objects(tmp_path: Path) -> None:
+    objs = pool_cluster()
+    api, kubeconfig = served(objs, tmp_path)
+    try:
+        live = connect(kubeconfig=kubeconfig, read_ahead="sweep")
+        pods = live.objects("Pod")
+        assert live.objects("Pod") is pods
+        before = len(api.requests)
+        assert [p["metadata"]["name"] for p in live.objects("Pod", namespace="gpu-operator")] == [
+            p["metadata"]["name"] for p in pods if p["metadata"]["namespace"] == "gpu-operator"
+        ]
+        got = live.get("Pod", "pinned", namespace="team-a")
+        assert got is not None and got["spec"]["nodeSelector"] == {"pool": "small"}
+        assert live.get("Pod", "pinned", namespace="team-b") is None
+        assert live.get("Node", "n07") is not None
+        assert len(api.requests) == before  # all from the lists already read
+    finally:
+        api.stop()
+
+
+def test_a_cluster_wide_list_refused_is_said_when_asked(tmp_path: Path) -> None:
+    objs = [*pool_cluster(), {"kind": "ResourceQuota", "apiVersion": "v1",
+            "metadata": {"name": "q", "namespace": "team-a"}, "spec": {"hard": {}}}]  # fmt: skip
+    api, kubeconfig = served(objs, tmp_path)
+    api.forbidden.add(("resourcequotas", None))  # namespaced reads only
+    try:
+        live = connect(kubeconfig=kubeconfig, read_ahead="sweep")  # reads them all at once
+        assert [q["metadata"]["name"] for q in live.objects("ResourceQuota", namespace="team-a")]
+        with pytest.raises(ForbiddenError):
+            live.objects("ResourceQuota")
+    finally:
+        api.stop()
+
+
+def test_a_node_s_pods_that_cannot_be_read_leave_scheduling_unknown(tmp_path: Path) -> None:
+    objs = pool_cluster()
+    api, kubeconfig = served(objs, tmp_path)
+    api.fail_calls[("GET", "/api/v1/pods")] = 403  # every cluster-wide pod list
+    try:
+        got = report(connect(kubeconfig=kubeconfig), "team-a", "pinned")
+    finally:
+        api.stop()
+    assert "scheduling" in got["unknown_layers"]
+    assert [u["resource"] for u in got["unread"]] == ["pods"]
+
+
+def test_fake_server_lists_a_node_s_pods_as_they_move(tmp_path: Path) -> None:
+    api, kubeconfig = served([pod("a", node_name="n1", phase="Running", selector={})], tmp_path)
+    try:
+        live = LiveSource(connect(kubeconfig=kubeconfig).client)
+
+        def on(node_name: str) -> list[str]:
+            return [p["metadata"]["name"] for p in live._pods_of(node_name)]
+
+        assert on("n1") == ["a"]
+        api.apply(pod("b", node_name="n1", phase="Running", selector={}))
+        moved = api.object("Pod", "a", namespace="team-a")
+        assert moved is not None
+        moved["spec"]["nodeName"] = "n2"
+        api.apply(moved)
+        assert (on("n1"), on("n2")) == (["b"], ["a"])
+        api.delete("Pod", "b", namespace="team-a")
+        api.apply(pod("c", node_name="n2", phase="Succeeded", selector={}))
+        assert (on("n1"), on("n2")) == ([], ["a"])
+    finally:
+        api.stop()
+
+
+def test_workers_map_in_order_and_raise_after_every_read_ended() -> None:
+    workers = Workers(3)
+    assert workers.map(lambda x: x * 2, list(range(20))) == [x * 2 for x in range(20)]
+    ended: list[int] = []
+
+    def read(x: int) -> int:
+        if x == 2:
+            raise ValueError("two")
+        ended.append(x)
+        return x
+
+    with pytest.raises(ValueError, match="two"):
+        workers.map(read, list(range(10)))
+    assert sorted(ended) == [0, 1, 3, 4, 5, 6, 7, 8, 9]
+    workers.close()
