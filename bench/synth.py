@@ -358,4 +358,3 @@ def pinned(objs: list[Obj]) -> list[tuple[str, str]]:
         if o["kind"] == "Pod"
         and (o["spec"].get("nodeSelector") or {}).get(RESERVATION[0]) == RESERVATION[1]
     ]
-
