@@ -9,6 +9,7 @@ message is updated, the incident resolved) and asks for help (from the registry)
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,8 +130,15 @@ def test_a_second_chat_needs_only_the_port(
     [first] = chat.wait(1)
     assert (first.how, first.to, first.thread) == ("post", "#ops", None)
     assert "team-a/train-x: blocked at scheduling" in first.text
-    incident = store.open_incident_for(cluster="demo", namespace="team-a", name="train-x")
-    assert incident is not None and incident.thread_ref == ThreadRef("memo", "#ops", "m1")
+    # the answer is posted first, then its thread is recorded on the incident
+    deadline = time.monotonic() + 10
+    while True:
+        incident = store.open_incident_for(cluster="demo", namespace="team-a", name="train-x")
+        if incident is not None and incident.thread_ref is not None:
+            break
+        assert time.monotonic() < deadline, incident
+        time.sleep(0.02)
+    assert incident.thread_ref == ThreadRef("memo", "#ops", "m1")
 
     _why_pending(dispatcher, asked)  # asked again: in its thread
     assert chat.wait(2)[1].thread == "m1"

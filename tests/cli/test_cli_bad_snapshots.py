@@ -22,7 +22,7 @@ BIN = Path(sys.executable).with_name("gpu-triage")
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BASE = FIXTURES / "selector-mismatch.yaml"  # research/llama-eval-0 asks for 8 GPUs
 POD = ("llama-eval-0", "-n", "research")
-SECONDS, BYTES = 10.0, 1 << 30
+SECONDS, BYTES = 20.0, 1 << 30  # bounds a hang or a blow-up, with room for a loaded machine
 
 
 def run(path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:

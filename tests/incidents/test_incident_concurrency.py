@@ -6,10 +6,15 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from incidents import IncidentStatus, IncidentStore, RecordResult
+from incidents.timeouts import Timeouts
 from tests.incidents.incident_helpers import make_report
 from triage.model import Layer, TriageReport
 
 WRITERS = 8
+
+# The writers race on purpose: on a loaded machine they may queue past the bot's 3 s lock
+# timeout, which would fail the test for the load, not for what it checks.
+RACE = Timeouts(lock=30.0, statement=30.0)
 
 
 def _race(stores: list[IncidentStore], reports: list[TriageReport]) -> list[RecordResult]:
@@ -27,7 +32,7 @@ def _race(stores: list[IncidentStore], reports: list[TriageReport]) -> list[Reco
 
 def test_concurrent_records_share_one_incident(db_url: str) -> None:
     # Separate stores (separate engines and pools) behave like separate replicas.
-    stores = [IncidentStore.from_url(db_url) for _ in range(WRITERS)]
+    stores = [IncidentStore.from_url(db_url, timeouts=RACE) for _ in range(WRITERS)]
     stores[0].upgrade()
     rounds = 3
     try:
@@ -47,7 +52,7 @@ def test_concurrent_records_share_one_incident(db_url: str) -> None:
 
 
 def test_concurrent_different_causes_leave_one_open(db_url: str) -> None:
-    stores = [IncidentStore.from_url(db_url) for _ in range(4)]
+    stores = [IncidentStore.from_url(db_url, timeouts=RACE) for _ in range(4)]
     stores[0].upgrade()
     layers = [Layer.DRIVER, Layer.QUOTA, Layer.SCHEDULING, Layer.DEVICE_PLUGIN]
     try:
