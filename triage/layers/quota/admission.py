@@ -40,7 +40,7 @@ def failed_create_signal(inp: QuotaInput, kind: str, name: str, message: str, li
                          ) -> Signal | None:  # fmt: skip
     """The admission-policy refusal a FailedCreate message names, if it is one of these."""
     if _LIMITRANGE.search(message):
-        ranges = _limit_ranges(inp) or []
+        ranges = _limit_ranges(inp, needed=False) or []
         named = [f"LimitRange {inp.namespace}/{name_of(r)}" for r in ranges]
         which = f" ({', '.join(named)})" if named else ""
         return Signal(
@@ -77,11 +77,14 @@ def _limitrange_words(message: str) -> str:
     return text.rstrip("]. ")[:300]
 
 
-def _limit_ranges(inp: QuotaInput) -> list[Obj] | None:
+def _limit_ranges(inp: QuotaInput, *, needed: bool = True) -> list[Obj] | None:
+    """The namespace's LimitRanges; a read that fails makes the layer unknown only where they
+    are `needed` (the only possible explanation), not where they would add detail."""
     try:
         return inp.read("LimitRange", inp.namespace)
     except ReadFailedError as e:
-        inp.could_not(e)
+        if needed:
+            inp.could_not(e)
         return None
 
 
@@ -90,8 +93,8 @@ def check_limit_ranges(inp: QuotaInput) -> None:
     template judged against the namespace's LimitRanges, as the LimitRanger would judge it."""
     if inp.pod is not None or inp.template is None:
         return
-    if any(s.code == "quota.limitrange-violated" for s in inp.signals):
-        return
+    if any(s.blocking for s in inp.signals):
+        return  # already explained (a FailedCreate, a full quota, a queue holding it)
     ranges = _limit_ranges(inp)
     for lr in ranges or []:
         why = _explain(lr, inp)
@@ -191,7 +194,7 @@ def check_injected(inp: QuotaInput) -> None:
     said = injected_gpus(pod) if pod is not None else None
     if pod is None or said is None:
         return
-    ranges = _limit_ranges(inp) or []
+    ranges = _limit_ranges(inp, needed=False) or []
     defaults = [
         f"LimitRange {name_of(lr)} spec.limits[{i}].{key} {res}={value}"
         for lr in ranges

@@ -37,12 +37,12 @@ def run_quota_checks(inp: QuotaInput) -> None:
     check_resource_quotas(inp)
     if inp.pod is None:
         check_failed_create(inp)
-        check_limit_ranges(inp)
     else:
         check_injected(inp)
     check_kueue(inp)
     check_volcano(inp)
     check_priority(inp)
+    check_limit_ranges(inp)  # only for pods never created that nothing above explains
     if inp.pod is None and inp.template is not None and not inp.signals:
         _unexplained(inp)
 
