@@ -72,6 +72,10 @@ CAUSE_TITLES = {
     "quota.volcano-pending": "Volcano gang not admitted",
     "quota.volcano-queue-closed": "Volcano queue closed",
     "quota.priorityclass-missing": "PriorityClass missing",
+    "quota.limitrange-violated": "LimitRange refuses the pods",
+    "quota.webhook-denied": "admission webhook refuses the pods",
+    "quota.webhook-unavailable": "admission webhook unreachable",
+    "scheduling.autoscaler-backoff": "node group in backoff",
 }
 MEMBERS_SHOWN = 10
 
