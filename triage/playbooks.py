@@ -46,6 +46,9 @@ PLACEHOLDERS = frozenset({
     "setting", "switch_key", "component",  # what switched a component off
     "claim", "volume", "storage_class", "driver", "port", "key", "zone", "where",  # filters
     "vendor", "devices",  # the accelerator vendor the report is about ("AMD"), its devices
+    "fix", "toolkit_mode",  # a container start failure: its fix, the runtime's device mode
+    "upgrade_state", "upgrade_label",  # a node in its operator's driver upgrade
+    "webhook",  # the admission webhook that refused the pods
 })  # fmt: skip
 # Placeholders that make a step operator-only: tenants do not see GPU component pod names.
 OPERATOR_ONLY = frozenset({"component_pod"})

@@ -115,16 +115,22 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
             continue
         chain = [*_owner_chain(source, namespace, workload, unknowns), workload]
         owners = {(kind, name)}
+        sets: list[Obj] = []
         if kind == "Deployment":
-            owners |= {
-                ("ReplicaSet", name_of(rs))
+            sets = [
+                rs
                 for rs in source.objects("ReplicaSet", namespace=namespace)
                 if _owned_by(rs, "Deployment", name)
-            }
+            ]
+            owners |= {("ReplicaSet", name_of(rs)) for rs in sets}
         pods = owned_pods(source, namespace=namespace, owners=sorted(owners))
         picked = _pick(pods)
         if picked is not None:
             chain = _owner_chain(source, namespace, picked, unknowns) or chain
+        elif sets:
+            # No pod: the newest ReplicaSet is the one creating them, and its FailedCreate
+            # events are the only trace of what admission refused.
+            chain.append(max(sets, key=lambda rs: str(meta(rs).get("creationTimestamp", ""))))
         return Target(
             namespace, name, kind, picked, pods, chain, _template(workload), unknowns=unknowns
         )

@@ -29,9 +29,10 @@ def codes(events: list[Event], pod: dict | None = None) -> list[str]:  # type: i
 def test_max_size_routes_to_the_platform_with_the_group_reason() -> None:
     r = triage(load_snapshot(FIXTURES / "autoscaler-max-size.yaml"),
                namespace="team-vision", name="detr-train-0")  # fmt: skip
+    # the event names no group: the status ConfigMap does, with its size
     assert r.headline.startswith(
-        "scheduling: cluster-autoscaler cannot add a node: the node groups that fit are at "
-        "their maximum size (1 max node group size reached"
+        "scheduling: cluster-autoscaler cannot add a node: node group(s) eks-gpu-a100-2c4b7f "
+        "(2/2 nodes) at their maximum size (1 max node group size reached"
     )
     assert r.owner is not None and r.owner.team == "k8s-platform"
     assert "cluster-autoscaler-status" in r.remediation[0]

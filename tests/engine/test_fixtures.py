@@ -33,6 +33,13 @@ def test_fixture_verdict(case: dict[str, Any]) -> None:
     assert not missing, f"evidence lacks {missing}\n{text}"
     if layer is not None:
         assert report.owner is not None and report.remediation
+    if "code" in case:  # the leading code of the failing layer's finding (or, clear, any)
+        assert layer is not None, case["note"]
+        assert report.finding(report.failing_layer).codes[:1] == [case["code"]], text
+    unsaid = [w for w in case.get("says", []) if w not in text]
+    assert not unsaid, f"the report does not say {unsaid}\n{text}"
+    if "owner" in case:
+        assert report.owner is not None and report.owner.team == case["owner"], report.owner
 
 
 @pytest.mark.parametrize("case", CASES[::3], ids=[c["file"].rsplit(".", 1)[0] for c in CASES[::3]])

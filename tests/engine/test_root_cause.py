@@ -194,7 +194,7 @@ def test_running_phase_with_driver_error_is_driver() -> None:
             "message": "failed to create containerd task: nvidia-container-cli: initialization error: nvml error: driver not loaded"}}}]})  # fmt: skip
     r = run(node("a1"), operator_pods("a1"), p)
     assert r.failing_layer == Layer.DRIVER
-    assert "driver.container-start-failed" in r.finding(Layer.DRIVER).codes
+    assert "driver.runtime-init-failed" in r.finding(Layer.DRIVER).codes
 
 
 def test_missing_runtime_class() -> None:

@@ -27,6 +27,11 @@ CAUSE_TITLES = {
     "driver.component-disabled": "driver switched off on GPU nodes",
     "driver.not-installed": "no GPU driver installed",
     "driver.upgrade-in-progress": "driver upgrade in progress",
+    "driver.upgrade-failed": "{vendor} driver upgrade failed",
+    "driver.cdi-spec-unresolvable": "CDI spec stale or missing",
+    "driver.library-mismatch": "driver/library version mismatch",
+    "driver.runtime-init-failed": "{vendor} container runtime cannot start",
+    "device-plugin.not-registered": "device plugin not registered with kubelet",
     "driver.mig-config-failed": "MIG reconfiguration failed",
     "driver.runtimeclass-missing": "RuntimeClass missing",
     "driver.container-start-failed": "GPU containers fail to start",
@@ -67,6 +72,10 @@ CAUSE_TITLES = {
     "quota.volcano-pending": "Volcano gang not admitted",
     "quota.volcano-queue-closed": "Volcano queue closed",
     "quota.priorityclass-missing": "PriorityClass missing",
+    "quota.limitrange-violated": "LimitRange refuses the pods",
+    "quota.webhook-denied": "admission webhook refuses the pods",
+    "quota.webhook-unavailable": "admission webhook unreachable",
+    "scheduling.autoscaler-backoff": "node group in backoff",
 }
 MEMBERS_SHOWN = 10
 

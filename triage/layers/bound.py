@@ -11,13 +11,21 @@ pod slots or node affinity it judges otherwise than the scheduler did (`OutOfcpu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from triage.cluster.events import Event
-from triage.cluster.objects import Obj, container_states, name_of, pod_problem
+from triage.cluster.objects import Obj, container_states, labels, name_of, pod_problem
 from triage.cluster.quantities import is_extended, pod_requests, wants_gpu
+from triage.cluster.source import ReadFailedError
 from triage.layers.base import CheckResult, Context
+from triage.layers.kubelet import affinity_mismatch, allocate_cause, topology_shown
 from triage.layers.node import NodeHealth
+from triage.layers.node_context import explain_nodes
 from triage.layers.node_verdict import NodeVerdict
+from triage.layers.runtime import CODES, FIX, GENERIC, MEANING, cause_of, mode_of
 from triage.layers.stacks.components import pod_component
+from triage.layers.stacks.operator import active_policy
 from triage.model import Layer, NodeEntry
 from triage.signals import Signal
 from triage.vendors import NVIDIA, VENDORS, Vendor
@@ -83,11 +91,41 @@ def check(ctx: Context) -> CheckResult:
     if spec.get("runtimeClassName"):
         runtime_classes = ctx.try_read("RuntimeClass", None, layers=(Layer.DRIVER,))
     signals = check_scheduled_pod(
-        pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes
-    )
+        pod=pod, events=ctx.pod_events, health=health, runtime_classes=runtime_classes,
+        runtime=lambda: _runtime_context(ctx, str(spec.get("nodeName"))),
+        node_labels=labels(node) if node is not None else None,
+    )  # fmt: skip
+    signals = explain_nodes(ctx, signals)
     headline = None if any(s.blocking for s in signals) else terminal_headline(pod)
     name = str(spec.get("nodeName"))
     return CheckResult(signals=signals, headline=headline, nodes=lambda: [_own_node(name, signals)])
+
+
+@dataclass(frozen=True)
+class RuntimeContext:
+    """What a container start failure is judged with: who manages the node's driver, its
+    toolkit pod, and the operator's policy (for the CDI settings)."""
+
+    managed: bool  # the driver runs in a pod of the stack (else the host provides it)
+    toolkit: str = ""  # "namespace/name" of the node's container toolkit pod
+    policy: Obj | None = None
+
+
+def _runtime_context(ctx: Context, node: str) -> RuntimeContext:
+    view = ctx.view
+    toolkit = next(iter(view.pods(node, "toolkit")), None)
+    obj = ctx.get("Node", node, None, layer=Layer.DRIVER)
+    plan = view.plan(obj) if obj is not None else None
+    managed = bool(view.pods(node, "driver")) or bool(plan and plan.role("driver").serving)
+    try:
+        policies = ctx.source.objects("ClusterPolicy") if view.installed else []
+    except ReadFailedError as e:
+        ctx.note(f"ClusterPolicy not read ({e})")
+        policies = []
+    ref = (
+        f"{(toolkit.get('metadata') or {}).get('namespace')}/{name_of(toolkit)}" if toolkit else ""
+    )
+    return RuntimeContext(managed, ref, active_policy(policies))
 
 
 def _own_node(name: str, signals: list[Signal]) -> NodeEntry:
@@ -127,6 +165,8 @@ def check_scheduled_pod(
     events: list[Event],
     health: NodeHealth | None,
     runtime_classes: list[Obj] | None,
+    runtime: Callable[[], RuntimeContext] | None = None,
+    node_labels: dict[str, str] | None = None,
 ) -> list[Signal]:
     node = str((pod.get("spec") or {}).get("nodeName"))
     status = pod.get("status") or {}
@@ -135,17 +175,22 @@ def check_scheduled_pod(
     rejected = rejection(pod)
     if status.get("reason") == "UnexpectedAdmissionError" or admission:
         msg = " ".join(str(status.get("message") or "").split())
+        said = msg or next(
+            (e.message for e in events if e.reason == "UnexpectedAdmissionError"), ""
+        )
+        why, values = allocate_cause(said)
         signals.append(
             Signal(
                 Layer.DEVICE_PLUGIN,
                 "device-plugin.admission-error",
-                f"kubelet on {node} rejected the pod: the device plugin could not allocate its GPUs",
+                f"kubelet on {node} rejected the pod (UnexpectedAdmissionError): {why}",
                 evidence=[f"pod status UnexpectedAdmissionError: {msg}"] if msg else admission[:1],
                 nodes=[node],
+                values=values,
             )
         )
     elif rejected is not None:
-        signals.append(_rejected(node, *rejected))
+        signals.append(_rejected(node, *rejected, pod=pod, node_labels=node_labels))
     rc = (pod.get("spec") or {}).get("runtimeClassName")
     if rc and runtime_classes is not None and not any(name_of(r) == rc for r in runtime_classes):
         signals.append(
@@ -163,16 +208,7 @@ def check_scheduled_pod(
     stack_role = _stack_role(pod)  # the stack's own pods: driver, plugin, validator, exporter
     errors, vendor = _runtime_errors(pod, events) if stack_role is None else ([], NVIDIA)
     if errors:
-        signals.append(
-            Signal(
-                Layer.DRIVER,
-                "driver.container-start-failed",
-                f"the pod is on node {node} but its container cannot start with the {vendor.name} "
-                "runtime",
-                evidence=errors[:4],
-                nodes=[node],
-            )
-        )
+        signals.append(_start_failed(pod, node, vendor, errors, health, runtime))
     if health is None:
         return signals
     not_ready = health.driver.code == "driver.node-not-ready"
@@ -186,6 +222,40 @@ def check_scheduled_pod(
             _node_signal(Layer.DRIVER, health.driver, node, stuck or pod_problem(pod) is not None)
         )
     return signals
+
+
+def _start_failed(pod: Obj, node: str, vendor: Vendor, errors: list[str],
+                  health: NodeHealth | None, runtime: Callable[[], RuntimeContext] | None
+                  ) -> Signal:  # fmt: skip
+    """A container that cannot start in the vendor's runtime: the cause its words name, the
+    node's toolkit mode and who manages its driver, and the fix that follows."""
+    cause = cause_of(vendor, errors)
+    head = (
+        f"the pod is on node {node} but its container cannot start with the {vendor.name} runtime"
+    )
+    if cause is None:
+        return Signal(Layer.DRIVER, GENERIC, head, evidence=errors[:4], nodes=[node])
+    found = runtime() if runtime is not None else RuntimeContext(managed=False)
+    mode, why = mode_of(vendor, pod=pod, texts=errors, cause=cause, policy=found.policy)
+    who = "operator" if found.managed else "host"
+    driver = "managed by the GPU stack's driver pod" if found.managed else "installed on the host"
+    stack = f" ({health.stack})" if health is not None and health.stack else ""
+    evidence = [
+        *errors[:3],
+        f"node {node}: toolkit mode {mode}" + (f" ({'; '.join(why)})" if why else ""),
+        f"node {node}: driver {driver}{stack}",
+    ]
+    if found.toolkit:
+        evidence.append(f"node {node}: container toolkit pod {found.toolkit}")
+    values = {"toolkit_mode": mode, "fix": FIX[(cause, who)]}
+    if found.toolkit:
+        ns, _, name = found.toolkit.partition("/")
+        values |= {"component_namespace": ns, "component_pod": name}
+    meaning = MEANING[cause].format(vendor=vendor.name)
+    return Signal(
+        Layer.DRIVER, CODES[cause], f"{head}: {meaning}; fix: {FIX[(cause, who)]}",
+        evidence=evidence, nodes=[node], values=values,
+    )  # fmt: skip
 
 
 def _node_signal(layer: Layer, verdict: NodeVerdict, node: str, blocking: bool) -> Signal:
@@ -249,16 +319,17 @@ def _component_failing(pod: Obj, node: str, role: str) -> Signal | None:
     )  # fmt: skip
 
 
-def _rejected(node: str, reason: str, message: str) -> Signal:
+def _rejected(node: str, reason: str, message: str, *, pod: Obj,
+              node_labels: dict[str, str] | None) -> Signal:  # fmt: skip
     """Kubelet's admission refusal, in the layer that decides it."""
     evidence = [f"pod status {reason}: {message}" if message else f"pod status {reason}"]
     resource = reason.removeprefix("OutOf") if reason.startswith("OutOf") else ""
     if reason == "TopologyAffinityError":
         return Signal(
             Layer.DEVICE_PLUGIN, "device-plugin.topology-affinity",
-            f"kubelet on {node} rejected the pod: its Topology Manager cannot place the pod's "
-            "devices and CPUs on the NUMA node(s) its policy requires",
-            evidence=evidence, nodes=[node],
+            f"kubelet on {node} rejected the pod (TopologyAffinityError): its Topology Manager "
+            "cannot place the pod's devices and CPUs on the NUMA node(s) its policy requires",
+            evidence=[*evidence, f"node {node}: {topology_shown(node_labels)}"], nodes=[node],
         )  # fmt: skip
     if resource and is_extended(resource):
         return Signal(
@@ -274,6 +345,10 @@ def _rejected(node: str, reason: str, message: str) -> Signal:
             evidence=evidence, nodes=[node],
         )  # fmt: skip
     what = f"not enough {resource} on the node by its own count" if resource else reason
+    if reason == "NodeAffinity":
+        changed = affinity_mismatch(pod, node_labels)
+        what = "the node's labels no longer match the pod's node affinity/selector"
+        evidence += [f"node {node}: {c}" for c in changed]
     return Signal(
         Layer.SCHEDULING, "scheduling.kubelet-rejected",
         f"kubelet on {node} rejected the pod at admission: {what}",

@@ -16,6 +16,7 @@ from triage.layers.node_verdict import (
 from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
 from triage.layers.stacks.view import StackView
+from triage.layers.upgrade import upgrade_verdict
 from triage.vendors import NVIDIA, Vendor, node_vendor
 from triage.vendors.nvidia import GKE, MIG_CONFIG, MIG_CONFIG_STATE, OPERATOR, ROLE_TITLES
 
@@ -34,6 +35,9 @@ def driver_verdict(
     has_gpus = any(v > 0 for v in allocatable.values())
     driver = component_state(view, name, "driver")
     title = stack_text(exp, "driver installer" if GKE in plan.stacks else "driver", vendor)
+    upgrading = upgrade_verdict(node, has_gpus=has_gpus, driver=driver)
+    if upgrading is not None:  # cordoned or restarting on purpose: the upgrade is the answer
+        return upgrading
     if driver is not None and not driver.ok:
         text = driver.text.replace("driver pod", f"{title} pod", 1)
         return state_verdict("driver.pod-failing", name, driver, text)

@@ -87,6 +87,9 @@ def _joining(
 
 
 LASTING = ("-disabled", ".not-deployed", ".not-installed", ".host-plugin")
+# Verdicts the validator's "ready" does not contradict: it validated before they began.
+_SAID_ALREADY = ("driver.upgrade-in-progress", "driver.upgrade-failed",
+                 "device-plugin.not-registered")  # fmt: skip
 
 
 def _contradiction(view: StackView, health: NodeHealth) -> list[str]:
@@ -105,6 +108,8 @@ def _contradiction(view: StackView, health: NodeHealth) -> list[str]:
         return []  # the mig-manager pauses the plugin on purpose while it repartitions
     if any(v.code.endswith((*LASTING, ".paused")) for v in (health.driver, health.plugin)):
         return []  # switched off or run elsewhere on purpose: the finding already says so
+    if any(v.code in _SAID_ALREADY for v in (health.driver, health.plugin)):
+        return []  # an upgrade or a lost registration the validator ran before: no news
     components_ok = health.driver.ok and health.plugin.ok
     pod = f"{ns_of(validators[0])}/{name_of(validators[0])}"
     if validator_ok and not components_ok:

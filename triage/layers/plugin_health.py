@@ -14,7 +14,7 @@ from triage.layers.node_verdict import (
     switch_values,
 )
 from triage.layers.stacks.plan import Expectation, NodePlan
-from triage.layers.stacks.state import component_state, is_gpu_node
+from triage.layers.stacks.state import ComponentState, component_state, gpu_resources, is_gpu_node
 from triage.layers.stacks.view import StackView
 from triage.vendors import NVIDIA, Vendor, node_vendor
 from triage.vendors.nvidia import COUNT, OPERATOR, REPLICAS, SHARING
@@ -32,6 +32,9 @@ def plugin_verdict(
     plugin = component_state(view, name, "device-plugin")
     exp = plan.role("device-plugin")
     if not any(v > 0 for v in allocatable.values()):
+        registered = _registered_before(node, view, plugin)
+        if registered is not None:
+            return registered
         if plugin is not None:
             return NodeVerdict(
                 False,
@@ -52,6 +55,38 @@ def plugin_verdict(
     if plugin is not None and not plugin.ok:
         return state_verdict("device-plugin.pod-failing", name, plugin, plugin.text)
     return NodeVerdict(True, text="GPUs advertised")
+
+
+def _registered_before(node: Obj, view: StackView, plugin: ComponentState | None
+                       ) -> NodeVerdict | None:  # fmt: skip
+    """A device plugin that runs, on a node whose kubelet knows the resource (it is in
+    capacity, registered once) but offers none of it: the plugin is not registered with
+    kubelet now (after a kubelet restart it must register again; until then the checkpoint's
+    devices count as unhealthy, then drop to 0). Not a crash: its pod runs."""
+    if plugin is None or not plugin.ok:
+        return None
+    capacity = gpu_resources(node, key="capacity")
+    known = sorted(r for r in capacity if not r.endswith(".shared"))
+    if not known:
+        return None  # never registered here: a node joining, or a plugin finding no device
+    name = name_of(node)
+    res = known[0]
+    pods = view.pods(name, "device-plugin")
+    restarts = sum(
+        int(cs.get("restartCount") or 0)
+        for p in pods
+        for cs in (p.get("status") or {}).get("containerStatuses") or []
+    )
+    alloc = gpu_resources(node, key="allocatable").get(res, 0)
+    return NodeVerdict(
+        False,
+        "device-plugin.not-registered",
+        f"node {name} offers 0 {res} (status.capacity {capacity[res]}, status.allocatable "
+        f"{alloc}) while its device-plugin pod {plugin.pod} is Running with {restarts} "
+        "restart(s): the plugin is not registered with kubelet (it must register again after "
+        "every kubelet restart)",
+        pod=plugin.pod,
+    )
 
 
 def _plugin_absent(name: str, exp: Expectation, plan: NodePlan, vendor: Vendor) -> NodeVerdict:

@@ -17,6 +17,20 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+
+@dataclass(frozen=True)
+class DriverUpgrade:
+    """How a vendor's operator marks a node whose driver it is upgrading: the node label that
+    holds the upgrade state, the annotations that stamp when a state began (Unix seconds),
+    and where the upgrade policy that drives it lives (for reports)."""
+
+    state_label: str
+    since: Mapping[str, str]  # state -> the annotation holding when it began
+    policy: str  # "ClusterPolicy spec.driver.upgradePolicy"
+    policy_kind: str = ""  # the kind of the object holding the policy: "ClusterPolicy"
+    wait_selector: tuple[str, ...] = ()  # path in the policy object to the waited pods' selector
+
+
 # (stack, role) of a component, from its name, labels, owners' kinds and images; None when it
 # is none of the vendor's
 Classify = Callable[
@@ -47,6 +61,13 @@ class Vendor:
     titles: Mapping[str, str] = field(default_factory=dict)  # role -> "NVIDIA driver"
     stack_titles: Mapping[str, str] = field(default_factory=dict)  # stack -> its name
     device_word: str = "GPU"  # what one of its devices is, after its name: "GPU", "chip"
+    driver_upgrade: DriverUpgrade | None = None  # its operator's rolling driver upgrade
+    # what its container runtime prints for each known cause of a container that cannot
+    # start, most specific first: (cause, pattern); causes are "cdi", "version-mismatch",
+    # "runtime-init" (see triage.layers.runtime)
+    runtime_causes: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    # how a node's runtime is told to inject its devices: RuntimeClass name -> mode
+    runtime_modes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def devices(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from triage.vendors.base import Vendor
+from triage.vendors.base import DriverUpgrade, Vendor
 
 # Labels GPU feature discovery, the GPU Operator and the MIG manager write on a node.
 PRESENT = "nvidia.com/gpu.present"
@@ -29,6 +29,11 @@ MIG_CONFIG = "nvidia.com/mig.config"  # the MIG layout asked of the MIG manager
 MIG_CONFIG_STATE = "nvidia.com/mig.config.state"  # how applying it went
 MIG_STRATEGY = "nvidia.com/mig.strategy"
 GKE_NO_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"  # GKE: bring your own plugin
+# The GPU Operator's driver upgrade controller (NVIDIA/k8s-operator-libs, driver "gpu"): the
+# node's upgrade state, and when the wait for jobs and the validation began (Unix seconds).
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+UPGRADE_WAIT_SINCE = "nvidia.com/gpu-driver-upgrade-wait-for-pod-completion-start-time"
+UPGRADE_VALIDATION_SINCE = "nvidia.com/gpu-driver-upgrade-validation-start-time"
 
 OPERATOR, GKE, PLUGIN, DRA = "gpu-operator", "gke", "device-plugin", "dra-driver"
 STACK_TITLES = {
@@ -158,9 +163,28 @@ GPU_INSTANCE_PREFIXES = (
 GPU_RUNTIME_ERROR = re.compile(
     r"nvidia-container-cli|nvml|driver not loaded|libnvidia|NVIDIA driver|"
     r"no runtime for \"?nvidia|RuntimeHandler \"?nvidia|nvidia-container-runtime|"
-    r"could not select device driver \"\" with capabilities: \[\[gpu\]\]",
+    r"could not select device driver \"\" with capabilities: \[\[gpu\]\]|"
+    r"CDI devices? [^,;]*nvidia\.com/",
     re.IGNORECASE,
 )
+# What the NVIDIA container stack prints for each cause, most specific first. CDI: containerd
+# or CRI-O (or nvidia-container-runtime in CDI mode) finds no spec for the device kubelet
+# handed over ("unresolvable CDI devices nvidia.com/gpu=GPU-…", "failed to inject CDI
+# devices"): the spec under /var/run/cdi is stale or missing. A driver whose kernel module and
+# user-space libraries differ ("driver/library version mismatch"): the driver was upgraded
+# under a loaded module. nvidia-container-cli failing to start at all (legacy mode): no driver
+# loaded, no libnvidia-ml.
+RUNTIME_CAUSES = (
+    ("cdi", re.compile(r"unresolvable CDI devices?|failed to inject CDI devices|"
+                       r"CDI device injection failed|failed to (?:get|refresh) CDI",
+                       re.IGNORECASE)),
+    ("version-mismatch", re.compile(r"driver/library version mismatch", re.IGNORECASE)),
+    ("runtime-init", re.compile(r"nvidia-container-cli: (?:initialization|detection|mount) error|"
+                                r"driver not loaded|libnvidia-ml\.so|nvml error",
+                                re.IGNORECASE)),
+)  # fmt: skip
+# The RuntimeClasses the GPU Operator creates, by the mode of the runtime they select.
+RUNTIME_MODES = {"nvidia-cdi": "CDI", "nvidia-legacy": "legacy"}
 
 
 NVIDIA = Vendor(
@@ -184,4 +208,16 @@ NVIDIA = Vendor(
     ),
     titles=ROLE_TITLES,
     stack_titles=STACK_TITLES,
+    driver_upgrade=DriverUpgrade(
+        state_label=UPGRADE_STATE,
+        since={
+            "wait-for-jobs-required": UPGRADE_WAIT_SINCE,
+            "validation-required": UPGRADE_VALIDATION_SINCE,
+        },
+        policy="ClusterPolicy spec.driver.upgradePolicy",
+        policy_kind="ClusterPolicy",
+        wait_selector=("spec", "driver", "upgradePolicy", "waitForCompletion", "podSelector"),
+    ),
+    runtime_causes=RUNTIME_CAUSES,
+    runtime_modes=RUNTIME_MODES,
 )

@@ -312,7 +312,21 @@ def _labels(node: Obj, health: NodeHealth, plan: NodePlan) -> Check:
     )
 
 
+def _upgrade(health: NodeHealth) -> list[Check]:
+    """The node in its operator's driver upgrade: held on purpose (warn), or failed (fail)."""
+    code = health.driver.code
+    if code not in ("driver.upgrade-in-progress", "driver.upgrade-failed"):
+        return []
+    failed = code == "driver.upgrade-failed"
+    return [Check(name="driver-upgrade", status=CheckStatus.FAIL if failed else CheckStatus.WARN,
+                  summary=health.driver.text, evidence=list(health.driver.detail),
+                  layer=Layer.DRIVER)]  # fmt: skip
+
+
 def _resources(node: Obj, health: NodeHealth) -> Check:
+    if health.plugin.code == "device-plugin.not-registered":
+        return Check(name="gpu-resources", status=CheckStatus.FAIL, summary=health.plugin.text,
+                     layer=Layer.DEVICE_PLUGIN)  # fmt: skip
     if health.dra_only and not health.capacity:
         return Check(
             name="gpu-resources",
@@ -392,6 +406,7 @@ def node_checks(node: Obj, cluster: Cluster) -> list[Check]:
         _runtime(node),
         _runtime_class(cluster),
         *(_operand(node, c, cluster, plan, health) for c in ("driver", "toolkit", "validator")),
+        *_upgrade(health),
         _labels(node, health, plan),
         _resources(node, health),
         *(_operand(node, c, cluster, plan, health) for c in plugins),

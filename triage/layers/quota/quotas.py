@@ -8,6 +8,7 @@ import re
 from triage.cluster.objects import Obj, name_of
 from triage.cluster.quantities import amount, fmt_amount, pod_requests, resources
 from triage.cluster.source import ReadFailedError
+from triage.layers.quota.admission import failed_create_signal, scope_matches
 from triage.layers.quota.base import QuotaInput
 from triage.model import Layer
 from triage.signals import Signal
@@ -39,6 +40,10 @@ def check_resource_quotas(inp: QuotaInput) -> None:
         return
     subject = inp.template if inp.pod is None else inp.pod
     for rq in quotas:
+        selects, scopes = scope_matches(rq, subject) if subject is not None else (True, "")
+        if not selects:
+            continue  # its scopes count other pods (another PriorityClass, BestEffort, ...)
+        scoped = f" (scopes: {scopes})" if scopes else ""
         status = rq.get("status") or {}
         hard, used = (
             status.get("hard") or (rq.get("spec") or {}).get("hard") or {},
@@ -52,13 +57,13 @@ def check_resource_quotas(inp: QuotaInput) -> None:
                 continue
             need = _quota_need(key, subject) if subject is not None else None
             shown = f"{fmt_amount(res, u)}/{fmt_amount(res, h)}"
-            line = f"ResourceQuota {name_of(rq)}: {key} used {shown}"
+            line = f"ResourceQuota {name_of(rq)}{scoped}: {key} used {shown}"
             if inp.pod is None and need and u + need > h:
                 inp.signals.append(
                     Signal(
                         Layer.QUOTA,
                         "quota.resourcequota-exceeded",
-                        f"namespace {inp.namespace} quota {name_of(rq)} is exhausted: {key} "
+                        f"namespace {inp.namespace} quota {name_of(rq)}{scoped} is exhausted: {key} "
                         f"{shown}, each new pod needs {fmt_amount(res, need)}",
                         evidence=[line + f"; a new pod needs {fmt_amount(res, need)}"],
                         objects=[f"ResourceQuota {inp.namespace}/{name_of(rq)}"],
@@ -85,21 +90,44 @@ def _quota_named(namespace: str, message: str) -> list[str]:
     return [f"ResourceQuota {namespace}/{found.group(1)}"] if found else []
 
 
+def _scope_words(inp: QuotaInput, named: list[str]) -> str:
+    """The scopes of the quota a rejection names, read from the quota itself."""
+    if not named:
+        return ""
+    try:
+        quotas = inp.read("ResourceQuota", inp.namespace)
+    except ReadFailedError:
+        return ""
+    want = named[0].rsplit("/", 1)[-1]
+    for rq in quotas:
+        if name_of(rq) == want:
+            scopes = scope_matches(rq, inp.template or {})[1]
+            return f" (its scopes: {scopes})" if scopes else ""
+    return ""
+
+
 def check_failed_create(inp: QuotaInput) -> None:
     """`FailedCreate` on the owner: the only trace of pods that admission rejected."""
     seen = False
     for ev in inp.workload_events:
         if ev.reason != "FailedCreate" or seen:
             continue
-        if "exceeded quota" in ev.message:
+        policy = failed_create_signal(inp, ev.kind, ev.name, ev.message, str(ev))
+        if policy is not None:
             seen = True
+            inp.signals.append(policy)
+        elif "exceeded quota" in ev.message:
+            seen = True
+            named = _quota_named(inp.namespace, ev.message)
             inp.signals.append(
                 Signal(
                     Layer.QUOTA,
                     "quota.resourcequota-exceeded",
-                    f"pods of {ev.kind}/{ev.name} are rejected at creation: namespace quota exceeded",
+                    f"pods of {ev.kind}/{ev.name} are rejected at creation: namespace quota "
+                    f"{named[0].rsplit('/', 1)[-1] + ' ' if named else ''}exceeded"
+                    + _scope_words(inp, named),
                     evidence=[str(ev)],
-                    objects=_quota_named(inp.namespace, ev.message),
+                    objects=named,
                 )
             )
         elif "PriorityClass" in ev.message or "priority class" in ev.message.lower():

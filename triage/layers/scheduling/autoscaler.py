@@ -102,9 +102,13 @@ def autoscaler_signals(
                               f"waiting for a new node: cluster-autoscaler is scaling up {where}"
                               f"{_age(ca, now)}", evidence=[str(ca)]))  # fmt: skip
     elif ca is not None:
-        out.append(_not_triggered(ca, now))
         status = CaStatus.read(reads.ca_status() if reads.ca_status else None)
+        out.append(_not_triggered(ca, now, status))
         out[-1] = out[-1].with_evidence(then=status.groups() if status else [])
+    failed = _newest(events, "FailedScaleUp")
+    if failed is not None and (ca is None or ca.reason != "NotTriggerScaleUp"):
+        status = CaStatus.read(reads.ca_status() if reads.ca_status else None)
+        out.append(_scale_up_failed(failed, now, status))
     if kp is not None and kp.reason == "Nominated":
         claim = kp.message.rsplit(":", 1)[-1].strip()
         out.append(_nominated(claim, kp, now, reads.karpenter))
@@ -121,6 +125,9 @@ def autoscaler_signals(
         else:
             code = "scheduling.karpenter-no-instance-type"
             summary = f"Karpenter cannot add a node: no instance type of {name} fits the pod"
+            for np in reads.karpenter("NodePool") if reads.karpenter and pool else ():
+                if (np.get("metadata") or {}).get("name") == pool.group(1):  # type: ignore[union-attr]
+                    evidence.append(_offers(np))
         out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=evidence))
     if ca is None and kp is None and reads.autoscalers is not None:
         silent = _silence(pod, now, reads.autoscalers, reads.ca_status)
@@ -211,6 +218,25 @@ class CaStatus:
 
     def age(self, now: datetime) -> timedelta:
         return now - self._at if self._at else timedelta(0)
+
+    def named(self, which: str) -> list[str]:
+        """The node groups at their maximum ("max") or in backoff ("backoff"), each as
+        "name (target/max)" or "name (errorCode)"."""
+        out = []
+        groups = self.doc.get("nodeGroups")
+        for g in groups if isinstance(groups, list) else []:
+            if not isinstance(g, dict):
+                continue
+            health, up = _mapping(g.get("health")), _mapping(g.get("scaleUp"))
+            target, top = health.get("cloudProviderTarget"), health.get("maxSize")
+            name = str(g.get("name", "?")).rsplit("/", 1)[-1]
+            at_max = isinstance(target, int) and isinstance(top, int) and target >= top
+            if which == "max" and at_max:
+                out.append(f"{name} ({target}/{top} nodes)")
+            elif which == "backoff" and up.get("status") == "Backoff":
+                info = _mapping(up.get("backoffInfo"))
+                out.append(f"{name} ({info.get('errorCode', 'backoff')})")
+        return out[:5]
 
     def groups(self, limit: int = 5) -> list[str]:
         """Node groups at their maximum, in backoff or unhealthy, one line each."""
@@ -325,19 +351,57 @@ def _preempting(node: str, victims: list[tuple[str, str]]) -> Signal:
     )
 
 
-def _not_triggered(ev: Event, now: datetime) -> Signal:
+def _offers(pool: Obj) -> str:
+    """What instance types a NodePool may launch, from its requirements."""
+    reqs = (((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements")
+    parts = [
+        f"{r.get('key')} {r.get('operator')} [{', '.join(map(str, r.get('values') or []))}]"
+        for r in reqs or []
+        if isinstance(r, dict) and "instance" in str(r.get("key"))
+    ]
+    name = (pool.get("metadata") or {}).get("name")
+    return f"NodePool {name} spec.template.spec.requirements: " + (
+        "; ".join(parts) or "no instance-type requirement (any type its NodeClass allows)"
+    )
+
+
+def _named(groups: list[str], status: CaStatus | None, what: str) -> str:
+    """The node groups a cluster-autoscaler answer is about: "node group gpu-a100 (4/4)"."""
+    if groups:
+        return f"node group(s) {', '.join(groups)}"
+    if status is None:
+        return (f"node groups {what} (the event names none; ConfigMap {STATUS_NS}/{STATUS_NAME} "
+                "not read)")  # fmt: skip
+    return f"node groups {what} (none named in {STATUS_NS}/{STATUS_NAME})"
+
+
+def _scale_up_failed(ev: Event, now: datetime, status: CaStatus | None) -> Signal:
+    groups = [g for g, *_ in _CA_GROUPS.findall(ev.message)] or (
+        status.named("backoff") if status else []
+    )
+    where = _named(groups, status, "it tried")
+    return Signal(Layer.SCHEDULING, "scheduling.autoscaler-backoff",
+                  f"cluster-autoscaler's scale-up of {where} failed{_age(ev, now)}: "
+                  f"{ev.message[:200]}", evidence=[str(ev)], objects=[f"node group {g}" for g in groups])  # fmt: skip
+
+
+def _not_triggered(ev: Event, now: datetime, status: CaStatus | None = None) -> Signal:
     m = _CA_NOT.match(ev.message)
     reasons = [r.strip() for r in (m.group(1) if m else ev.message).split(",") if r.strip()]
     max_size = [r for r in reasons if "max node group size reached" in r]
     backoff = [r for r in reasons if "backoff" in r]
+    groups: list[str] = []
     if max_size:
         code = "scheduling.autoscaler-max-size"
-        head = "cluster-autoscaler cannot add a node: the node groups that fit are at their maximum size"
+        groups = status.named("max") if status else []
+        head = f"cluster-autoscaler cannot add a node: {_named(groups, status, 'that fit')} at their maximum size"
     elif backoff:
         code = "scheduling.autoscaler-backoff"
-        head = "cluster-autoscaler cannot add a node: the node groups that fit are in backoff after a failed scale-up"
+        groups = status.named("backoff") if status else []
+        head = f"cluster-autoscaler cannot add a node: {_named(groups, status, 'that fit')} in backoff after a failed scale-up"
     else:
         code = "scheduling.autoscaler-no-fit"
         head = "cluster-autoscaler cannot add a node: a new node of any group would not fit the pod either"
     detail = f" ({'; '.join(reasons)})" if reasons else ""
-    return Signal(Layer.SCHEDULING, code, head + detail + _age(ev, now), evidence=[str(ev)])
+    return Signal(Layer.SCHEDULING, code, head + detail + _age(ev, now), evidence=[str(ev)],
+                  objects=[f"node group {g.split(' ')[0]}" for g in groups])  # fmt: skip

@@ -18,6 +18,7 @@ from triage.cluster.source import ReadFailedError
 from triage.cluster.usage import NodeUsage
 from triage.layers.base import VIEW_EXACT, CheckResult, Context
 from triage.layers.bound import on_node
+from triage.layers.node_context import explain_nodes
 from triage.layers.scheduling import by_class
 from triage.layers.scheduling.autoscaler import STATUS_NAME, STATUS_NS, ScalingReads
 from triage.layers.scheduling.dra import check_claims
@@ -99,6 +100,7 @@ def check(ctx: Context) -> CheckResult:
         first = next((i for i, s in enumerate(signals) if s.blocking), None)
         if first is not None:
             signals[first] = signals[first].with_evidence(first=claims.context)
+    signals = explain_nodes(ctx, signals)
     if placed is None:  # no pod exists yet: admission decides; placement is a look-ahead
         signals = [
             replace(s, blocking=False, summary=f"once created: {s.summary}") for s in signals
