@@ -150,6 +150,8 @@ class FakeApiServer:
 
     def apply(self, obj: Obj, *, record: bool = True) -> Obj:
         """Create or replace an object (keyed by kind/namespace/name); bumps resourceVersion."""
+        if obj.get("kind") == "Event" and obj.get("apiVersion") == "events.k8s.io/v1":
+            obj = core_event(obj)
         res = self._res[obj["kind"]]
         meta = obj.setdefault("metadata", {})
         k = (meta.get("namespace") or "", meta["name"])
@@ -435,3 +437,28 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             return self._reply(*server._list(rt, ns, q))
 
     return Handler
+
+
+def core_event(ev: Obj) -> Obj:
+    """An events.k8s.io/v1 Event as the API server serves it at core/v1 (one storage, two
+    versions: `regarding` is `involvedObject`, `note` the message, the series' count and last
+    time the count and lastTimestamp, `deprecatedSource` the source)."""
+    out = {k: v for k, v in ev.items() if k not in ("regarding", "note", "series", "related",
+                                                     "deprecatedSource", "deprecatedCount",
+                                                     "deprecatedFirstTimestamp",
+                                                     "deprecatedLastTimestamp")}  # fmt: skip
+    series = ev.get("series") or {}
+    out |= {
+        "apiVersion": "v1",
+        "involvedObject": ev.get("regarding") or {},
+        "message": ev.get("note") or "",
+        "source": ev.get("deprecatedSource") or {"component": ev.get("reportingController", "")},
+        "count": series.get("count") or ev.get("deprecatedCount") or 1,
+        "firstTimestamp": ev.get("deprecatedFirstTimestamp") or ev.get("eventTime"),
+        "lastTimestamp": series.get("lastObservedTime")
+        or ev.get("deprecatedLastTimestamp")
+        or ev.get("eventTime"),
+    }
+    if ev.get("related"):
+        out["related"] = ev["related"]
+    return out
