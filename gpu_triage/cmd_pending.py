@@ -69,7 +69,11 @@ def pending(args: argparse.Namespace) -> int:
     scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
     shown = MEMBERS_SHOWN if args.output != "wide" else None
     notes = source.coverage_notes()  # what the snapshot lacks, as every report says
-    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown, notes=notes))
+    out = structured(result, args.output, kind="Sweep")
+    if out is None:
+        print(to_text(result, scope=scope, shown=shown, notes=notes))
+    elif out:  # `-o name` of nothing stuck prints nothing, as kubectl
+        print(out)
     if said:
         print(said, file=sys.stderr)
     if not args.exit_code:
