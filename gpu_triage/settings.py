@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 _PLACEHOLDERS = frozenset({"", "changeme", "change-me", "xxx", "secret", "placeholder"})
 DEFAULT_TIMEOUT = 120.0  # seconds a command may spend reading a live cluster
-DEFAULT_DATA_DIR = "data"
 
 
 class SettingsError(UserError):
@@ -42,7 +41,8 @@ class CommonSettings(BaseSettings):
 
     # None: SQLite under `data_dir` (`store_url`).
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
-    data_dir: str = Field(default=DEFAULT_DATA_DIR, validation_alias="GPU_TRIAGE_DATA_DIR")
+    # None: the user's data folder ($XDG_DATA_HOME/gpu-triage, else ~/.local/share/gpu-triage).
+    data_dir: str | None = Field(default=None, validation_alias="GPU_TRIAGE_DATA_DIR")
     # None (unset): each command's documented default. The bot migrates at start unless it is
     # off; the read commands only when it is on (or with --auto-migrate); `--record` always.
     auto_migrate: bool | None = Field(default=None, validation_alias="GPU_TRIAGE_AUTO_MIGRATE")
@@ -69,7 +69,7 @@ class CommonSettings(BaseSettings):
     @field_validator("data_dir", mode="before")
     @classmethod
     def _data_dir(cls, value: object) -> object:
-        return DEFAULT_DATA_DIR if isinstance(value, str) and not value.strip() else value
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("db_lock_timeout", "db_statement_timeout", mode="before")
     @classmethod
@@ -84,9 +84,9 @@ class CommonSettings(BaseSettings):
     @property
     def store_url(self) -> str:
         """The incident database: `DATABASE_URL`, else SQLite under the data directory."""
-        from incidents.database import sqlite_url  # SQLAlchemy loads only when a store is used
+        from incidents.database import default_data_dir, sqlite_url  # SQLAlchemy: only now
 
-        return self.database_url or sqlite_url(self.data_dir)
+        return self.database_url or sqlite_url(self.data_dir or default_data_dir())
 
     @property
     def store_timeouts(self) -> Timeouts:

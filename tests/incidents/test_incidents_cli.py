@@ -80,10 +80,10 @@ def test_db_upgrade_from_any_cwd(tmp_path: Path) -> None:
     env = {"GPU_TRIAGE_DATA_DIR": str(data)}
     first = run("db", "upgrade", cwd=elsewhere, env=env)
     assert first.returncode == 0, first.stderr
-    assert "upgraded empty -> 0005" in first.stdout
+    assert "upgraded empty -> 0006" in first.stdout
     assert (data / "incidents.sqlite").is_file()
     again = run("db", "upgrade", cwd=elsewhere, env=env)
-    assert again.returncode == 0 and "already at 0005" in again.stdout
+    assert again.returncode == 0 and "already at 0006" in again.stdout
     listed = run("incidents", "--format", "json", cwd=elsewhere, env=env)
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
 
