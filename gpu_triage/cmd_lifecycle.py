@@ -68,7 +68,8 @@ def _act(args: argparse.Namespace) -> int:
         else:
             status = IncidentStatus.ACKNOWLEDGED if args.verb == "ack" else IncidentStatus.RESOLVED
             incident = store.set_status(args.id, status, by=by)
-    if _structured(incident, args, kind="Incident"):
+        runs = store.runs(incident.id) if args.output in ("json", "yaml") else []
+    if _structured({"incident": incident, "runs": runs}, args, kind="IncidentDetail"):
         return 0
     print(said(incident))
     return 0

@@ -30,6 +30,8 @@ def document(kind: str, data: Any) -> dict[str, Any]:
     """`data` (JSON-able) as a document of `kind`: a list becomes `{kind}List` with `items`."""
     if isinstance(data, list):
         return {"apiVersion": API_VERSION, "kind": f"{kind}List", "items": data}
+    if "apiVersion" in data or "kind" in data:  # a field would hide the envelope's
+        raise ValueError(f"a {kind} document cannot carry its own kind")
     return {"apiVersion": API_VERSION, "kind": kind, **data}
 
 
@@ -83,6 +85,8 @@ def _models() -> dict[str, tuple[type[BaseModel], dict[str, Any]]]:
         "Sweep": (Sweep, {}),
         "NodeVerification": (NodeVerification, {}),
         "Preflight": (Preflight, {}),
+        # Incident and GroupIncident have a `kind` of their own (the workload's): they are
+        # printed in lists and in an IncidentDetail, never as documents of their own.
         "Incident": (Incident, {}),
         "TriageRun": (TriageRun, {}),
         "GroupIncident": (GroupIncident, {}),
@@ -93,6 +97,7 @@ def _models() -> dict[str, tuple[type[BaseModel], dict[str, Any]]]:
 
 
 LISTS = ("TriageReport", "NodeVerification", "Incident", "GroupIncident")
+_ITEMS_ONLY = ("Incident", "GroupIncident", "TriageRun")
 
 
 def schema() -> dict[str, Any]:
@@ -106,6 +111,8 @@ def schema() -> dict[str, Any]:
     _tighten(defs, names)
     kinds: list[dict[str, Any]] = []
     for kind, (_, extra) in models.items():
+        if kind in _ITEMS_ONLY:
+            continue
         body = copy.deepcopy(defs[names[kind]])
         body["properties"] = {**_envelope(kind), **body["properties"], **extra}
         body["required"] = ["apiVersion", "kind", *body.get("required", []), *extra]

@@ -44,7 +44,14 @@ def add_output_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-_NAMED = ("TriageReport", "Sweep", "NodeVerification", "Incident", "GroupIncident")
+_NAMED = (
+    "TriageReport",
+    "Sweep",
+    "NodeVerification",
+    "Incident",
+    "GroupIncident",
+    "IncidentDetail",
+)
 
 
 def resource_name(kind: str, name: str) -> str:
@@ -68,6 +75,8 @@ def names(data: Any, kind: str) -> str:
             out.append(resource_name("Node", item.node))
         elif kind in ("Incident", "GroupIncident") and hasattr(item, "id"):
             out.append(f"incident/{'g' if kind == 'GroupIncident' else ''}{item.id}")
+        elif kind == "IncidentDetail" and isinstance(item, dict):
+            out.append(f"incident/{item['incident'].id}")
     return "\n".join(dict.fromkeys(out))
 
 

@@ -19,7 +19,6 @@ from gpu_triage.output import structured
 from triage import load_snapshot, triage
 from triage.fleet import stuck_workloads, sweep
 from triage.verify.node import verify_nodes
-from triage.verify.preflight import preflight
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = jsonschema.Draft202012Validator(shipped())
