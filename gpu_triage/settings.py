@@ -223,7 +223,7 @@ class Settings(CommonSettings):
     def _signing_secret_for_http(self) -> Settings:
         if self.slack_signing_secret is None and self.slack_app_token is None:
             raise ValueError(
-                "SLACK_SIGNING_SECRET is not set (HTTP mode; Socket Mode needs SLACK_APP_TOKEN instead)"
+                "SLACK_SIGNING_SECRET is not set"  # HTTP mode needs it; Socket Mode does not
             )
         return self
 

@@ -44,7 +44,16 @@ __all__ = [
 
 
 def verify_loaded(node: Obj, cluster: Cluster) -> NodeVerification:
-    """Run the template on a node object already read (used for one node and for many)."""
+    """Run the template on a node object already read (used for one node and for many). A
+    node that carries no accelerator is said to be one, not failed on every GPU check."""
+    if not is_gpu_node(node):
+        return conclude(
+            node=node,
+            checks=[_not_a_gpu_node(node)],
+            cluster=cluster.source.cluster_name,
+            strategy="-",
+            playbook=cluster.playbook,
+        )
     checks = node_checks(node, cluster)
     return conclude(
         node=node,
@@ -53,6 +62,15 @@ def verify_loaded(node: Obj, cluster: Cluster) -> NodeVerification:
         strategy=driver_strategy(node, cluster.view),
         playbook=cluster.playbook,
         fault=_fault(node_fault(assess_node(node, cluster.view))),
+    )
+
+
+def _not_a_gpu_node(node: Obj) -> Check:
+    return Check(
+        name="gpu-node",
+        status=CheckStatus.FAIL,
+        summary=f"{name_of(node)} is not a GPU node: no accelerator in its capacity or labels "
+        "(no nvidia.com/gpu, amd.com/gpu, … and no nvidia.com/gpu.present): nothing to verify",
     )
 
 
