@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from triage.model import EvidenceItem, ObjectRef
 
@@ -137,134 +138,137 @@ def _local_queue(m: re.Match[str], scope: Scope) -> list[ObjectRef]:
 
 
 # (pattern, rule): every pattern is tried on every sentence; matches add up, in order.
-_RULES: tuple[tuple[re.Pattern[str], Rule], ...] = tuple(
-    (re.compile(p), r)
-    for p, r in (
-        (
-            rf"^(?:once created: )?node (?P<node>{_NAME}) is cordoned",
-            _node_field("spec.unschedulable", "node"),
+@cache
+def _rules() -> tuple[tuple[re.Pattern[str], Rule], ...]:
+    """The table, compiled on first use (not at import: `--help` and the sweep never use it)."""
+    return tuple((re.compile(p), r) for p, r in _TABLE)
+
+
+_TABLE: tuple[tuple[str, Rule], ...] = (
+    (
+        rf"^(?:once created: )?node (?P<node>{_NAME}) is cordoned",
+        _node_field("spec.unschedulable", "node"),
+    ),
+    (
+        rf"^(?:once created: )?node (?P<node>{_NAME}) is not Ready: Ready=(?P<state>\w+)",
+        _node_field("status.conditions[Ready].status", "state"),
+    ),
+    (
+        rf"^(?:once created: )?node (?P<node>{_NAME}): untolerated taint (?P<taint>\S+)",
+        _node_field("spec.taints", "taint"),
+    ),
+    (
+        rf"^(?:once created: )?node (?P<node>{_NAME}): nodeSelector/affinity (?P<key>[^=\s]+)=\S+ \(node has (?P<has>[^)]*)\)",
+        lambda m, s: [
+            ObjectRef(
+                kind="Node",
+                name=m["node"],
+                field=f"metadata.labels[{m['key']}]",
+                value=m["has"],
+            )
+        ],
+    ),
+    (
+        rf"^(?:once created: )?node (?P<node>{_NAME}): \d+/(?P<alloc>[0-9.]+[a-zA-Z]*) (?P<res>\S+) allocated",
+        lambda m, s: [
+            ObjectRef(
+                kind="Node",
+                name=m["node"],
+                field=f"status.allocatable[{m['res']}]",
+                value=m["alloc"],
+            )
+        ],
+    ),
+    (rf"^(?P<node>{_NAME}) runs: (?P<pods>.+)$", _runs),
+    (rf"^node (?P<node>{_NAME}) runs: (?P<pods>.+)$", _runs),
+    (
+        rf"^(?:once created: |side finding \(does not block this pod\): |device plugin: |driver: )?node (?P<node>{_NAME})\b(?! runs: )",
+        _node,
+    ),
+    (
+        rf"^pod {_NS_NAME}(?: on (?P<node>{_NAME}))?: (?:container (?P<container>\S+) (?P<state>\w+))?",
+        _component,
+    ),
+    (rf"^victim on (?P<node>{_NAME}): {_NS_NAME}", lambda m, s: [*_node(m, s), *_pod_ns(m, s)]),
+    (
+        r"^the pod asks (?P<what>.+?) \(container (?P<container>[^)]+)\)",
+        _own_pod("spec.containers[{container}].resources.requests", "what"),
+    ),
+    (r"^pod spec\.runtimeClassName: (?P<rc>\S+);", _own_pod("spec.runtimeClassName", "rc")),
+    (
+        rf"^pod status\.nominatedNodeName=(?P<node>{_NAME})",
+        _own_pod("status.nominatedNodeName", "node"),
+    ),
+    (r"^pod status (?P<reason>\w[\w./-]*):", _own_pod("status.reason", "reason")),
+    (
+        r"^container (?P<container>\S+) (?P<reason>[A-Z]\w+):",
+        _own_pod("status.containerStatuses[{container}].state", "reason"),
+    ),
+    (r"^scheduler \((?:event (?P<reason>\w+)|(?P<cond>PodScheduled) condition)", _scheduler),
+    (rf"^(?P<kind>[A-Z][A-Za-z]+)/(?P<name>{_NAME}) event (?P<reason>\w+)", _event),
+    (
+        rf"^ResourceQuota (?P<name>{_NAME}): (?P<item>\S+) used (?P<used>\S+)",
+        _named("ResourceQuota", namespaced=True, field="status.used[{item}]", value="used"),
+    ),
+    (rf"\bquota (?P<name>{_NAME}) is exhausted", _named("ResourceQuota", namespaced=True)),
+    (rf"^LocalQueue {_NS_NAME} → ClusterQueue (?P<cq>{_NAME})", _local_queue),
+    (
+        rf"^ClusterQueue (?P<name>{_NAME}) flavor (?P<flavor>{_NAME}): (?P<res>\S+) in use (?P<used>\S+)",
+        _named(
+            "ClusterQueue",
+            namespaced=False,
+            field="status.flavorsUsage[{flavor}][{res}]",
+            value="used",
         ),
-        (
-            rf"^(?:once created: )?node (?P<node>{_NAME}) is not Ready: Ready=(?P<state>\w+)",
-            _node_field("status.conditions[Ready].status", "state"),
+    ),
+    (
+        rf"^Workload (?P<name>{_NAME}): (?P<cond>\w+)=(?P<state>\w+)",
+        _named(
+            "Workload", namespaced=True, field="status.conditions[{cond}].status", value="state"
         ),
-        (
-            rf"^(?:once created: )?node (?P<node>{_NAME}): untolerated taint (?P<taint>\S+)",
-            _node_field("spec.taints", "taint"),
+    ),
+    (
+        rf"^Job (?P<name>{_NAME}) is suspended",
+        _named("Job", namespaced=True, field="spec.suspend"),
+    ),
+    (
+        rf"^pod (?P<name>{_NAME}) is gated by Kueue",
+        _named("Pod", namespaced=True, field="spec.schedulingGates"),
+    ),
+    (
+        rf"^PodGroup (?P<name>{_NAME}):? (?:phase (?P<phase>\w+))?",
+        _named("PodGroup", namespaced=True, field="status.phase", value="phase"),
+    ),
+    (
+        rf"^Queue (?P<name>{_NAME}): state (?P<state>\w+)",
+        _named("Queue", namespaced=False, field="status.state", value="state"),
+    ),
+    (
+        rf"^NodeClaim (?P<name>{_NAME}) (?P<cond>\w+)=(?P<state>\w+)",
+        _named(
+            "NodeClaim",
+            namespaced=False,
+            field="status.conditions[{cond}].status",
+            value="state",
         ),
-        (
-            rf"^(?:once created: )?node (?P<node>{_NAME}): nodeSelector/affinity (?P<key>[^=\s]+)=\S+ \(node has (?P<has>[^)]*)\)",
-            lambda m, s: [
-                ObjectRef(
-                    kind="Node",
-                    name=m["node"],
-                    field=f"metadata.labels[{m['key']}]",
-                    value=m["has"],
-                )
-            ],
-        ),
-        (
-            rf"^(?:once created: )?node (?P<node>{_NAME}): \d+/(?P<alloc>[0-9.]+[a-zA-Z]*) (?P<res>\S+) allocated",
-            lambda m, s: [
-                ObjectRef(
-                    kind="Node",
-                    name=m["node"],
-                    field=f"status.allocatable[{m['res']}]",
-                    value=m["alloc"],
-                )
-            ],
-        ),
-        (rf"^(?P<node>{_NAME}) runs: (?P<pods>.+)$", _runs),
-        (rf"^node (?P<node>{_NAME}) runs: (?P<pods>.+)$", _runs),
-        (
-            rf"^(?:once created: |side finding \(does not block this pod\): |device plugin: |driver: )?node (?P<node>{_NAME})\b(?! runs: )",
-            _node,
-        ),
-        (
-            rf"^pod {_NS_NAME}(?: on (?P<node>{_NAME}))?: (?:container (?P<container>\S+) (?P<state>\w+))?",
-            _component,
-        ),
-        (rf"^victim on (?P<node>{_NAME}): {_NS_NAME}", lambda m, s: [*_node(m, s), *_pod_ns(m, s)]),
-        (
-            r"^the pod asks (?P<what>.+?) \(container (?P<container>[^)]+)\)",
-            _own_pod("spec.containers[{container}].resources.requests", "what"),
-        ),
-        (r"^pod spec\.runtimeClassName: (?P<rc>\S+);", _own_pod("spec.runtimeClassName", "rc")),
-        (
-            rf"^pod status\.nominatedNodeName=(?P<node>{_NAME})",
-            _own_pod("status.nominatedNodeName", "node"),
-        ),
-        (r"^pod status (?P<reason>\w[\w./-]*):", _own_pod("status.reason", "reason")),
-        (
-            r"^container (?P<container>\S+) (?P<reason>[A-Z]\w+):",
-            _own_pod("status.containerStatuses[{container}].state", "reason"),
-        ),
-        (r"^scheduler \((?:event (?P<reason>\w+)|(?P<cond>PodScheduled) condition)", _scheduler),
-        (rf"^(?P<kind>[A-Z][A-Za-z]+)/(?P<name>{_NAME}) event (?P<reason>\w+)", _event),
-        (
-            rf"^ResourceQuota (?P<name>{_NAME}): (?P<item>\S+) used (?P<used>\S+)",
-            _named("ResourceQuota", namespaced=True, field="status.used[{item}]", value="used"),
-        ),
-        (rf"\bquota (?P<name>{_NAME}) is exhausted", _named("ResourceQuota", namespaced=True)),
-        (rf"^LocalQueue {_NS_NAME} → ClusterQueue (?P<cq>{_NAME})", _local_queue),
-        (
-            rf"^ClusterQueue (?P<name>{_NAME}) flavor (?P<flavor>{_NAME}): (?P<res>\S+) in use (?P<used>\S+)",
-            _named(
-                "ClusterQueue",
-                namespaced=False,
-                field="status.flavorsUsage[{flavor}][{res}]",
-                value="used",
-            ),
-        ),
-        (
-            rf"^Workload (?P<name>{_NAME}): (?P<cond>\w+)=(?P<state>\w+)",
-            _named(
-                "Workload", namespaced=True, field="status.conditions[{cond}].status", value="state"
-            ),
-        ),
-        (
-            rf"^Job (?P<name>{_NAME}) is suspended",
-            _named("Job", namespaced=True, field="spec.suspend"),
-        ),
-        (
-            rf"^pod (?P<name>{_NAME}) is gated by Kueue",
-            _named("Pod", namespaced=True, field="spec.schedulingGates"),
-        ),
-        (
-            rf"^PodGroup (?P<name>{_NAME}):? (?:phase (?P<phase>\w+))?",
-            _named("PodGroup", namespaced=True, field="status.phase", value="phase"),
-        ),
-        (
-            rf"^Queue (?P<name>{_NAME}): state (?P<state>\w+)",
-            _named("Queue", namespaced=False, field="status.state", value="state"),
-        ),
-        (
-            rf"^NodeClaim (?P<name>{_NAME}) (?P<cond>\w+)=(?P<state>\w+)",
-            _named(
-                "NodeClaim",
-                namespaced=False,
-                field="status.conditions[{cond}].status",
-                value="state",
-            ),
-        ),
-        (
-            rf"^NodePool (?P<name>{_NAME}) limits",
-            _named("NodePool", namespaced=False, field="spec.limits"),
-        ),
-        (rf"^ConfigMap {_NS_NAME}", _named("ConfigMap", namespaced=True)),
-        (rf"^ResourceClaim (?P<name>{_NAME})", _named("ResourceClaim", namespaced=True)),
-        (
-            rf"^claim (?P<name>{_NAME}): phase (?P<phase>\w+)",
-            _named("PersistentVolumeClaim", namespaced=True, field="status.phase", value="phase"),
-        ),
-    )
+    ),
+    (
+        rf"^NodePool (?P<name>{_NAME}) limits",
+        _named("NodePool", namespaced=False, field="spec.limits"),
+    ),
+    (rf"^ConfigMap {_NS_NAME}", _named("ConfigMap", namespaced=True)),
+    (rf"^ResourceClaim (?P<name>{_NAME})", _named("ResourceClaim", namespaced=True)),
+    (
+        rf"^claim (?P<name>{_NAME}): phase (?P<phase>\w+)",
+        _named("PersistentVolumeClaim", namespaced=True, field="status.phase", value="phase"),
+    ),
 )
 
 
 def refs_in(text: str, scope: Scope) -> list[ObjectRef]:
     """The objects `text` names, in the order it names them, each once."""
     found: list[ObjectRef] = []
-    for pattern, rule in _RULES:
+    for pattern, rule in _rules():
         m = pattern.search(text)
         if m is not None:
             found.extend(rule(m, scope))
