@@ -9,6 +9,7 @@ message is updated, the incident resolved) and asks for help (from the registry)
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +130,13 @@ def test_a_second_chat_needs_only_the_port(
     [first] = chat.wait(1)
     assert (first.how, first.to, first.thread) == ("post", "#ops", None)
     assert "team-a/train-x: blocked at scheduling" in first.text
-    incident = store.open_incident_for(cluster="demo", namespace="team-a", name="train-x")
+    # the thread is attached just after the post: wait for it, as a second question would
+    deadline = time.monotonic() + 10
+    while True:
+        incident = store.open_incident_for(cluster="demo", namespace="team-a", name="train-x")
+        if (incident and incident.thread_ref) or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert incident is not None and incident.thread_ref == ThreadRef("memo", "#ops", "m1")
 
     _why_pending(dispatcher, asked)  # asked again: in its thread

@@ -69,7 +69,7 @@ def test_cli_on_postgres(pg_url: str, tmp_path: Path) -> None:
         env={"DATABASE_URL": pg_url},
     )
     assert out.returncode == 0, out.stderr
-    [item] = json.loads(out.stdout)
+    [item] = json.loads(out.stdout)["items"]
     assert (item["name"], item["status"], item["run_count"]) == ("a", "acknowledged", 2)
 
 
