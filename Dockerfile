@@ -20,7 +20,10 @@ RUN /opt/venv/bin/gpu-triage bot --help >/dev/null \
  && /opt/venv/bin/python -m gpu_triage.selfcheck
 
 FROM python:3.11.11-slim-bookworm
-ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PORT=3000
+# The incident database's folder when DATABASE_URL is unset: where it always was in the image
+# (the CLI's own default is the user's XDG data folder; the chart sets its volume's path).
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PORT=3000 \
+    GPU_TRIAGE_DATA_DIR=/home/triage/data
 RUN groupadd --system --gid 10001 triage \
  && useradd --system --uid 10001 --gid triage --home-dir /home/triage --create-home triage
 COPY --from=builder /opt/venv /opt/venv

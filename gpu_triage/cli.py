@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from gpu_triage.errors import (
@@ -28,9 +29,11 @@ COMMAND_MODULES = (
     "gpu_triage.cmd_pending",
     "gpu_triage.cmd_snapshot",
     "gpu_triage.cmd_incidents",
+    "gpu_triage.cmd_lifecycle",
     "gpu_triage.cmd_bot",
     "gpu_triage.cmd_verify",
     "gpu_triage.cmd_ask",
+    "gpu_triage.completion",
 )
 
 
@@ -40,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Explain why a GPU pod is not running: driver, device plugin, scheduling, quota.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         try:
@@ -49,7 +53,71 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # that command family is not part of this build
         module.register(sub)
+    _global_flags(sub)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpu-triage")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
+def _global_flags(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`--debug` after the subcommand too (kubectl's flags go anywhere): every subcommand,
+    nested ones included, takes it without a default of its own, so one given before the
+    subcommand is not undone."""
+    for parser in set(sub.choices.values()):
+        parser.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        for action in parser._subparsers._group_actions if parser._subparsers else ():
+            if isinstance(action, argparse._SubParsersAction):
+                _global_flags(action)
+
+
+# Flags a command takes that may also come before its name (`gpu-triage -n ns why-pending x`,
+# `gpu-triage --context prod pending`), with whether each takes a value.
+_HOISTED = {
+    "-n": True, "--namespace": True, "--context": True, "--cluster": True,
+    "--kubeconfig": True, "--snapshot": True, "-o": True, "--output": True, "--format": True,
+    "--timeout": True, "--chunk-size": True, "--playbook": True, "--operator-namespace": True,
+    "--database-url": True, "-A": False, "--all-namespaces": False, "--no-headers": False,
+}  # fmt: skip
+
+
+def hoist(argv: Sequence[str], commands: Iterable[str]) -> list[str]:
+    """`argv` with the command flags given before the subcommand moved after it, where its
+    parser reads them (argparse reads a flag only in the parser it belongs to)."""
+    names, args = set(commands), list(argv)
+    main: list[str] = []  # what the main parser reads: --debug, --version, -h
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        flag = token.split("=", 1)[0]
+        if token in names:
+            return [*main, token, *moved, *args[i + 1 :]]
+        if flag in _HOISTED:
+            moved.append(token)
+            if _HOISTED[flag] and "=" not in token and i + 1 < len(args):
+                moved.append(args[i + 1])
+                i += 1
+        elif token.startswith("-"):
+            main.append(token)
+        else:
+            break  # not a command: argparse says so
+        i += 1
+    return args
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    sub = parser._subparsers
+    actions = sub._group_actions if sub is not None else []
+    return [n for a in actions if isinstance(a, argparse._SubParsersAction) for n in a.choices]
 
 
 def _prog() -> str:
@@ -64,7 +132,12 @@ class _QuietKubernetesClient(logging.Filter):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (`gpu-triage completion`)
+        from gpu_triage.completion import complete
+
+        complete(parser)
+    given = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(hoist(given, _commands(parser)))
     try:
         # The kubernetes client logs auth failures we report as our one line.
         configure(command=args.command, debug=args.debug, quiet=_QuietKubernetesClient())

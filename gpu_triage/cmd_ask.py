@@ -61,12 +61,12 @@ def ask(args: argparse.Namespace) -> int:
         " ".join(args.question), caller=LocalOperator(), default_namespace=args.namespace
     )
     if args.output in ("json", "yaml"):
-        data: dict[str, Any] = {"kind": answer.kind, "intent": answer.intent, "text": answer.text}
+        data: dict[str, Any] = {"type": answer.kind, "intent": answer.intent, "text": answer.text}
         if answer.report is not None:
             data["report"] = answer.report
         if answer.discarded:
             data["model_answer_discarded"] = answer.discarded
-        print(structured(data, args.output))
+        print(structured(data, args.output, kind="Answer"))
         return EXIT_USAGE if answer.kind == "error" else EXIT_OK
     if answer.discarded:
         print(f"gpu-triage: the language model's answer was discarded ({answer.discarded}); "

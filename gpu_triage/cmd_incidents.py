@@ -8,7 +8,7 @@ directory). With `--auto-migrate` or `GPU_TRIAGE_AUTO_MIGRATE=1` the schema is u
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gpu_triage.output import add_output_arg, structured
@@ -68,7 +68,8 @@ def _common(parser: argparse.ArgumentParser, *, formats: bool = True, migrate: b
     parser.add_argument(
         "--database-url",
         metavar="URL",
-        help="SQLAlchemy URL (default: $DATABASE_URL, else $GPU_TRIAGE_DATA_DIR/incidents.sqlite)",
+        help="SQLAlchemy URL (default: $DATABASE_URL, else incidents.sqlite in $GPU_TRIAGE_DATA_DIR, "
+        "else in $XDG_DATA_HOME/gpu-triage or ~/.local/share/gpu-triage)",
     )
     if formats:
         add_output_arg(parser)
@@ -120,7 +121,7 @@ def _list_groups(args: argparse.Namespace) -> int:
         items = store.groups.list(status=status, limit=args.limit, cluster=args.cluster)
     if args.layer:
         items = [g for g in items if g.layer.value == args.layer]
-    if _structured(items, args):
+    if _structured(items, args, kind="GroupIncident"):
         return 0
     if not items:
         print("No root-cause groups (they are recorded by the bot's watch mode: --alerts).")
@@ -160,7 +161,7 @@ def _list(args: argparse.Namespace) -> int:
             namespaces=args.namespace or None,
             cluster=args.cluster,
         )
-    if _structured(items, args):
+    if _structured(items, args, kind="Incident"):
         return 0
     if not items:
         what = " ".join(x for x in (args.status, args.layer) if x)
@@ -169,12 +170,13 @@ def _list(args: argparse.Namespace) -> int:
         print(f"No {what + ' ' if what else ''}incidents{where}.")
         return 0
     wide = args.output == "wide"
+    now = datetime.now(UTC)
     head = ["ID", "STATUS", "LAYER", "WORKLOAD", "OPENED (UTC)", "RUNS", "OWNER"]
     rows = [head + (["CLUSTER", "SLACK THREAD", "HEADLINE"] if wide else [])]
     for i in items:
         row = [
             str(i.id),
-            i.status.value,
+            "snoozed" if i.snoozed(now) else i.status.value,
             i.failing_layer.value if i.failing_layer else "-",
             f"{i.workload} [{i.cluster}]" if i.cluster != "default" and not wide else i.workload,
             _time(i.opened_at, seconds=False),
@@ -195,7 +197,7 @@ def _show(args: argparse.Namespace) -> int:
         if incident is None:
             raise IncidentNotFoundError(args.id)
         runs = store.runs(args.id)
-    if _structured({"incident": incident, "runs": runs}, args):
+    if _structured({"incident": incident, "runs": runs}, args, kind="IncidentDetail"):
         return 0
     print(_incident_text(incident, runs))
     return 0
@@ -205,7 +207,7 @@ def _stats(args: argparse.Namespace) -> int:
     with _open(args) as store:
         stats = store.stats(cluster=args.cluster)
         groups = store.groups.counts(cluster=args.cluster)
-    if _structured({**stats.model_dump(mode="json"), "groups": groups}, args):
+    if _structured({**stats.model_dump(mode="json"), "groups": groups}, args, kind="IncidentStats"):
         return 0
     print(_stats_text(stats))
     print(f"root-cause groups: {groups['open']} open, {groups['resolved']} resolved")
@@ -226,12 +228,18 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
         f"  Opened:       {_time(i.opened_at)}"
         + (f" by {i.requested_by}" if i.requested_by else ""),
     ]
+    if i.reopened_at:
+        lines.append(
+            f"  Reopened:     {_time(i.reopened_at)} ({i.reopen_count} time(s): its cause returned)"
+        )
     if i.acknowledged_at:
         lines.append(f"  Acknowledged: {_time(i.acknowledged_at)} by {i.acknowledged_by or '-'}")
+    if i.snoozed_until:
+        lines.append(f"  Snoozed:      until {_time(i.snoozed_until)} by {i.snoozed_by or '-'}")
     if i.resolved_at:
         how = f" ({i.resolution.value})" if i.resolution else ""
         by = f" by {i.resolved_by}" if i.resolved_by else ""
-        took = _duration((i.resolved_at - i.opened_at).total_seconds())
+        took = _duration((i.resolved_at - (i.reopened_at or i.opened_at)).total_seconds())
         lines.append(f"  Resolved:     {_time(i.resolved_at)}{by}{how}, after {took}")
     if i.channel or i.thread:
         chat = (i.chat or "chat").capitalize() + ":"
@@ -258,19 +266,23 @@ def _incident_text(i: Incident, runs: list[TriageRun]) -> str:
 
 def _stats_text(s: Stats) -> str:
     median = s.median_time_to_resolve_seconds
+    ack = s.median_time_to_acknowledge_seconds
     lines = [
         f"Incidents: {s.total} total, {s.open_now} open now, {s.resolved} resolved",
+        f"Median time to acknowledge: {_duration(ack) if ack is not None else '-'}",
         f"Median time to resolve: {_duration(median) if median is not None else '-'}",
         "",
     ]
-    rows = [["LAYER", "TOTAL", "OPEN NOW", "MEDIAN TO RESOLVE"]]
+    rows = [["LAYER", "TOTAL", "OPEN NOW", "MEDIAN TO ACK", "MEDIAN TO RESOLVE"]]
     for layer in LAYER_ORDER:
         m = s.median_time_to_resolve_seconds_by_layer.get(layer)
+        a = s.median_time_to_acknowledge_seconds_by_layer.get(layer)
         rows.append(
             [
                 layer.value,
                 str(s.by_layer.get(layer, 0)),
                 str(s.open_by_layer.get(layer, 0)),
+                _duration(a) if a is not None else "-",
                 _duration(m) if m is not None else "-",
             ]
         )
@@ -310,9 +322,9 @@ def _duration(seconds: float) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _structured(value: Any, args: argparse.Namespace) -> bool:
+def _structured(value: Any, args: argparse.Namespace, *, kind: str) -> bool:
     """Print `value` as JSON or YAML when asked for; False for text and wide."""
-    text = structured(value, args.output)
-    if text is not None:
+    text = structured(value, args.output, kind=kind)
+    if text:  # `-o name` of nothing prints nothing, as kubectl
         print(text)
     return text is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from typing import Any
@@ -71,7 +72,11 @@ def pending(args: argparse.Namespace) -> int:
     scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
     shown = MEMBERS_SHOWN if args.output != "wide" else None
     notes = source.coverage_notes()  # what the snapshot lacks, as every report says
-    print(structured(result, args.output) or to_text(result, scope=scope, shown=shown, notes=notes))
+    out = structured(result, args.output, kind="Sweep")
+    if out is None:
+        print(to_text(result, scope=scope, shown=shown, notes=notes, flags=drill_flags(args)))
+    elif out:  # `-o name` of nothing stuck prints nothing, as kubectl
+        print(out)
     if said:
         print(said, file=sys.stderr)
     if not args.exit_code:
@@ -115,7 +120,12 @@ def _full_reports(
 
 
 def to_text(
-    result: Sweep, *, scope: str, shown: int | None = MEMBERS_SHOWN, notes: list[str] | None = None
+    result: Sweep,
+    *,
+    scope: str,
+    shown: int | None = MEMBERS_SHOWN,
+    notes: list[str] | None = None,
+    flags: str = "",
 ) -> str:
     """People's view of a sweep; `shown` members per group (None: every one); `notes` last."""
     head = (
@@ -142,7 +152,7 @@ def to_text(
     elif not result.groups:
         lines.append("no stuck workload found among what could be read and judged")
     for i, group in enumerate(result.groups, 1):
-        lines += ["", *_group_lines(i, group, result, shown=shown)]
+        lines += ["", *_group_lines(i, group, result, shown=shown, flags=flags)]
     if result.waiting:
         names = ", ".join(f"{m.namespace}/{m.name}" for m in result.waiting[:shown])
         lines += [
@@ -156,7 +166,9 @@ def to_text(
     return "\n".join(lines)
 
 
-def _group_lines(i: int, group: Group, result: Sweep, *, shown: int | None) -> list[str]:
+def _group_lines(
+    i: int, group: Group, result: Sweep, *, shown: int | None, flags: str = ""
+) -> list[str]:
     owner = "-"
     if group.owner is not None:
         owner = group.owner.team + (f" ({group.owner.channel})" if group.owner.channel else "")
@@ -173,5 +185,22 @@ def _group_lines(i: int, group: Group, result: Sweep, *, shown: int | None) -> l
         f"{waited(group.oldest, result.generated_at)}, owner {owner}",
         f"   {members}" + (f" and {more} more" if more else ""),
         f"   e.g. {first.headline}",
-        f"   drill in: gpu-triage why-pending {first.name} -n {first.namespace}",
+        f"   drill in: gpu-triage why-pending {first.name} -n {first.namespace}{flags}",
     ]
+
+
+def drill_flags(args: argparse.Namespace) -> str:
+    """The flags that make a "drill in" hint read the same cluster: the snapshot, else the
+    kubeconfig and context (quoted for a shell)."""
+    out = []
+    for flag, value in (
+        ("--snapshot", getattr(args, "snapshot", None)),
+        (
+            "--kubeconfig",
+            None if getattr(args, "snapshot", None) else getattr(args, "kubeconfig", None),
+        ),
+        ("--context", None if getattr(args, "snapshot", None) else getattr(args, "context", None)),
+    ):
+        if value:
+            out.append(f"{flag} {shlex.quote(str(value))}")
+    return "".join(f" {f}" for f in out)

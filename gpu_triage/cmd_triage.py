@@ -16,13 +16,17 @@ from gpu_triage.settings import settings_of
 from gpu_triage.sources import add_cluster_args, add_engine_args, source_from
 from triage import load_playbook, load_snapshot, triage
 from triage.fleet import stuck_workloads
-from triage.render import to_text
+from triage.named import parse_target, with_namespace
+from triage.render import nodes_table, to_text
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("why-pending", help="explain why a GPU pod (or workload) is not running")
     p.add_argument(
-        "name", metavar="POD", help="pod name, or a Job/Deployment/StatefulSet/ReplicaSet name"
+        "name",
+        metavar="POD",
+        help="NAME, NAMESPACE/NAME or KIND/NAME (po, job, deploy, sts, rs, ds): a pod, or a "
+        "Job/Deployment/StatefulSet/ReplicaSet whose most stuck pod is examined",
     )
     p.add_argument(
         "-n",
@@ -56,23 +60,29 @@ def why_pending(args: argparse.Namespace) -> int:
     """One triage through the `TriageService` the bot uses (recorded with `--record`)."""
     if args.record:  # before any work: the store is an extra
         require("incidents", what="--record")
+    named = parse_target(args.name)  # before any read: a typo fails here
+    given = with_namespace(named, args.namespace)
     settings = settings_of(args)
     source = source_from(args, settings=settings, read_ahead="triage")
-    namespace = args.namespace or source.default_namespace or "default"
+    namespace = given or source.default_namespace or "default"
     with recording_service(source, settings=settings, record=args.record) as (service, store):
         run = recorded(
             service.run(
                 cluster=None,
                 namespace=namespace,
-                name=args.name,
+                name=named.spelled,
                 requested_by=who(),
                 via=VIA,
-                nodes=args.output in ("json", "yaml"),  # scripts: every node; people: findings
+                # scripts (and -o wide) get every node and every line; people the findings
+                nodes=args.output in ("json", "yaml", "wide"),
             )
         )
         said = None if store is None else summary([run], where=store.display_url)
     report = run.report
-    print(structured(report, args.output) or to_text(report))
+    out = structured(report, args.output, kind="TriageReport")
+    print(out if out is not None else to_text(report, wide=args.output == "wide"))
+    if args.output == "wide" and report.nodes:
+        print(nodes_table(report, headers=not args.no_headers))
     if said:
         print(said, file=sys.stderr)
     return answer_status(report.answer) if args.exit_code else EXIT_OK
@@ -91,23 +101,32 @@ def demo(args: argparse.Namespace) -> int:
     # and every place a workload is stuck: `pending -A`)
     workloads = dict.fromkeys((s.namespace, s.name) for s in stuck_workloads(source) if s.gpus)
     reports = [
-        triage(source, namespace=ns, name=name, config=config, playbook=playbook)
+        triage(
+            source,
+            namespace=ns,
+            name=name,
+            config=config,
+            playbook=playbook,
+            nodes=args.output in ("json", "yaml", "wide"),
+        )
         for ns, name in workloads
     ]
-    data = structured(reports, args.output)
+    data = structured(reports, args.output, kind="TriageReport")
     if data is not None:
         print(data)
         return 0
     print(f"GPU Triage demo: {len(reports)} stuck GPU workload(s) in {path}\n")
     width = max((len(f"{r.pod.namespace}/{r.pod.name}") for r in reports), default=10)
-    print(f"{'WORKLOAD':<{width}}  {'LAYER':<13}  {'OWNER':<22}  HEADLINE")
+    if not args.no_headers:
+        print(f"{'WORKLOAD':<{width}}  {'LAYER':<13}  {'OWNER':<22}  HEADLINE")
     for r in reports:
         layer = r.failing_layer.value if r.failing_layer else "-"
         team = r.owner.team if r.owner else "-"
         print(
             f"{r.pod.namespace + '/' + r.pod.name:<{width}}  {layer:<13}  {team:<22}  {r.headline}"
         )
+    said: set[tuple[str, str]] = set()  # a side finding is said once per command
     for r in reports:
         print("\n" + "=" * 100)
-        print(to_text(r))
+        print(to_text(r, wide=args.output == "wide", said=said))
     return 0

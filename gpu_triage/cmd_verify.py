@@ -17,6 +17,7 @@ from gpu_triage.settings import settings_of
 from gpu_triage.sources import add_cluster_args, source_from
 from triage import MemorySource, load_playbook
 from triage.cluster.source import ClusterSource
+from triage.label_query import parse_label_selector
 from triage.verify.node import (
     CheckStatus,
     NodeVerification,
@@ -66,7 +67,12 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=verify_node_cmd)
 
     m = sub.add_parser("verify-nodes", help="verify every GPU node (or those matching --selector)")
-    m.add_argument("--selector", "-l", help="node labels k=v[,k2=v2] (default: all GPU nodes)")
+    m.add_argument(
+        "--selector",
+        "-l",
+        help="label selector as kubectl's: k=v, k==v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, "
+        "!k, comma-separated (default: all GPU nodes)",
+    )
     _common(m)
     _test_pod_args(m)
     m.set_defaults(handler=verify_nodes_cmd)
@@ -82,16 +88,11 @@ def register(sub: Any) -> None:
     f.set_defaults(handler=preflight_cmd)
 
 
-def parse_selector(text: str | None) -> dict[str, str] | None:
+def parse_selector(text: str | None) -> dict[str, Any] | None:
+    """`-l` in kubectl's grammar (`triage.label_query`); None when not given."""
     if not text:
         return None
-    out: dict[str, str] = {}
-    for term in text.split(","):
-        k, sep, v = term.strip().partition("=")
-        if not sep or not k:
-            raise UserError(f"invalid selector term {term.strip()!r}: expected key=value")
-        out[k.strip()] = v.strip()
-    return out
+    return parse_label_selector(text)
 
 
 def _source(args: argparse.Namespace) -> ClusterSource:
@@ -162,7 +163,7 @@ def _with_probes(
 def verify_node_cmd(args: argparse.Namespace) -> int:
     source = _source(args)
     results = _with_probes(args, source, [verify_node(source, args.node, **_engine(args))])
-    return _emit(results, fmt=args.output)
+    return _emit(results, fmt=args.output, one=True, no_headers=args.no_headers)
 
 
 def verify_nodes_cmd(args: argparse.Namespace) -> int:
@@ -172,17 +173,25 @@ def verify_nodes_cmd(args: argparse.Namespace) -> int:
     if not results and args.output == "text":
         what = f"matching {args.selector}" if selector else "(no GPU nodes found)"
         print(f"no nodes {what}: nothing verified")
-    return _emit(results, fmt=args.output) if results or args.output in ("json", "yaml") else 1
+    if not results and args.output not in ("json", "yaml"):
+        return 1
+    return _emit(results, fmt=args.output, no_headers=args.no_headers)
 
 
-def _emit(results: list[NodeVerification], *, fmt: str) -> int:
-    print(structured(results, fmt) or to_text(results))
+def _emit(
+    results: list[NodeVerification], *, fmt: str, one: bool = False, no_headers: bool = False
+) -> int:
+    data = results[0] if one and len(results) == 1 else results
+    out = structured(data, fmt, kind="NodeVerification")
+    print(out if out is not None else to_text(results, headers=not no_headers, wide=fmt == "wide"))
     return 0 if results and all(r.passed for r in results) else 1
 
 
-def to_text(results: list[NodeVerification]) -> str:
+def to_text(results: list[NodeVerification], *, headers: bool = True, wide: bool = False) -> str:
+    """A table, one line per node; then the checks of each node that failed (of every node
+    with `wide`): a passing node is its line."""
     width = max([len(r.node) for r in results] + [4])
-    lines = [f"{'NODE':<{width}}  RESULT  {'LAYER':<13}  {'OWNER':<22}  DRIVER"]
+    lines = [f"{'NODE':<{width}}  RESULT  {'LAYER':<13}  {'OWNER':<22}  DRIVER"] if headers else []
     for r in results:
         layer = r.failing_layer.value if r.failing_layer else "-"
         owner = r.owner.team if r.owner else "-"
@@ -190,8 +199,12 @@ def to_text(results: list[NodeVerification]) -> str:
             f"{r.node:<{width}}  {'pass' if r.passed else 'FAIL':<6}  {layer:<13}  {owner:<22}  {r.driver_strategy}"
         )
     for r in results:
+        if r.passed and not wide:
+            continue
         lines += ["", f"== {r.node}: {'passed' if r.passed else 'FAILED'} (cluster {r.cluster})"]
         for c in r.checks:
+            if c.status in (CheckStatus.PASS, CheckStatus.SKIP) and not wide:
+                continue  # a failing node's passing checks are for -o wide
             lines.append(f"  [{_MARK[c.status]}] {c.name:<18} {c.summary}")
             if c.status in (CheckStatus.FAIL, CheckStatus.WARN) or c.name in (
                 "container-runtime",
@@ -213,7 +226,7 @@ def preflight_cmd(args: argparse.Namespace) -> int:
 
         result = result.with_permissions(missing_permissions(client))
     result, policy_line = _with_policy(result, settings_of(args).access_policy)
-    data = structured(result, args.output)
+    data = structured(result, args.output, kind="Preflight")
     if data is not None:
         print(data)
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, field_validator
+from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gpu_triage.errors import UserError
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 _PLACEHOLDERS = frozenset({"", "changeme", "change-me", "xxx", "secret", "placeholder"})
 DEFAULT_TIMEOUT = 120.0  # seconds a command may spend reading a live cluster
-DEFAULT_DATA_DIR = "data"
 
 
 class SettingsError(UserError):
@@ -42,7 +41,8 @@ class CommonSettings(BaseSettings):
 
     # None: SQLite under `data_dir` (`store_url`).
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
-    data_dir: str = Field(default=DEFAULT_DATA_DIR, validation_alias="GPU_TRIAGE_DATA_DIR")
+    # None: the user's data folder ($XDG_DATA_HOME/gpu-triage, else ~/.local/share/gpu-triage).
+    data_dir: str | None = Field(default=None, validation_alias="GPU_TRIAGE_DATA_DIR")
     # None (unset): each command's documented default. The bot migrates at start unless it is
     # off; the read commands only when it is on (or with --auto-migrate); `--record` always.
     auto_migrate: bool | None = Field(default=None, validation_alias="GPU_TRIAGE_AUTO_MIGRATE")
@@ -69,7 +69,7 @@ class CommonSettings(BaseSettings):
     @field_validator("data_dir", mode="before")
     @classmethod
     def _data_dir(cls, value: object) -> object:
-        return DEFAULT_DATA_DIR if isinstance(value, str) and not value.strip() else value
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("db_lock_timeout", "db_statement_timeout", mode="before")
     @classmethod
@@ -84,9 +84,9 @@ class CommonSettings(BaseSettings):
     @property
     def store_url(self) -> str:
         """The incident database: `DATABASE_URL`, else SQLite under the data directory."""
-        from incidents.database import sqlite_url  # SQLAlchemy loads only when a store is used
+        from incidents.database import default_data_dir, sqlite_url  # SQLAlchemy: only now
 
-        return self.database_url or sqlite_url(self.data_dir)
+        return self.database_url or sqlite_url(self.data_dir or default_data_dir())
 
     @property
     def store_timeouts(self) -> Timeouts:
@@ -134,7 +134,10 @@ class Settings(CommonSettings):
     Slack (it still serves `/healthz` and `/metrics` on `PORT`).
     """
 
-    slack_signing_secret: SecretStr = Field(validation_alias="SLACK_SIGNING_SECRET")
+    # Signs Slack's HTTP requests; Socket Mode (SLACK_APP_TOKEN) receives none: not needed.
+    slack_signing_secret: SecretStr | None = Field(
+        default=None, validation_alias="SLACK_SIGNING_SECRET"
+    )
     slack_bot_token: SecretStr = Field(validation_alias="SLACK_BOT_TOKEN")
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: AnyHttpUrl | None = Field(default=None, validation_alias="SLACK_API_URL")
@@ -184,8 +187,8 @@ class Settings(CommonSettings):
 
     @field_validator("slack_signing_secret", "slack_bot_token")
     @classmethod
-    def _not_placeholder(cls, value: SecretStr) -> SecretStr:
-        if value.get_secret_value().strip().lower() in _PLACEHOLDERS:
+    def _not_placeholder(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value().strip().lower() in _PLACEHOLDERS:
             raise ValueError("is empty or a placeholder")
         return value
 
@@ -215,6 +218,20 @@ class Settings(CommonSettings):
         if bad:
             raise ValueError(f"{bad[0]!r} is not a URL prefix such as https://hooks.slack.com/")
         return value
+
+    @model_validator(mode="after")
+    def _signing_secret_for_http(self) -> Settings:
+        if self.slack_signing_secret is None and self.slack_app_token is None:
+            raise ValueError(
+                "SLACK_SIGNING_SECRET is not set"  # HTTP mode needs it; Socket Mode does not
+            )
+        return self
+
+    @property
+    def signing_secret(self) -> str:
+        """The signing secret, empty in Socket Mode (whose requests are not signed)."""
+        s = self.slack_signing_secret
+        return "" if s is None else s.get_secret_value()
 
     @property
     def response_url_prefixes(self) -> tuple[str, ...]:
@@ -248,6 +265,8 @@ def _load(cls: type[S], overrides: dict[str, Any]) -> S:
         return cls(**clean)
     except ValidationError as e:
         err = e.errors()[0]
+        if not err["loc"]:  # a rule across settings: its message names the variables
+            raise SettingsError(str(err["msg"]).removeprefix("Value error, ")) from None
         loc = str(err["loc"][0]) if err["loc"] else "settings"
         name = loc if loc.isupper() else _alias(cls, loc) if loc in cls.model_fields else loc
         if err["type"] == "missing":

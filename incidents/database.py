@@ -1,7 +1,8 @@
 """Which database, and how to talk to it: URL resolution, engine options, error translation.
 
 `DATABASE_URL` selects the database; without it a SQLite file in the data directory
-(`$GPU_TRIAGE_DATA_DIR`, default `./data`) is used. The commands and the bot resolve both in
+(`$GPU_TRIAGE_DATA_DIR`, default the user's data folder: `$XDG_DATA_HOME/gpu-triage`, else
+`~/.local/share/gpu-triage`, so every directory a user works in shares one history) is used. The commands and the bot resolve both in
 their settings (`gpu_triage.settings`) and pass the URL; the fallbacks here serve a caller
 that names no URL (a library user, a test). Every driver error that reaches a user is
 turned into one `StoreUnavailableError` line that names the database without its password.
@@ -24,8 +25,16 @@ from incidents.errors import Fault, StoreUnavailableError
 from incidents.sqlite import file_gone, prepare_sqlite
 from incidents.timeouts import Timeouts, timeouts_from_env, watch
 
-DEFAULT_DATA_DIR = "data"
 SQLITE_FILE = "incidents.sqlite"
+
+
+def default_data_dir() -> str:
+    """The user's data folder for GPU Triage, as the XDG base directory spec places it."""
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return str(base / "gpu-triage")
+
+
 _UNDEFINED_TABLE = "42P01"  # PostgreSQL SQLSTATE
 
 
@@ -35,7 +44,7 @@ def sqlite_url(data_dir: str) -> str:
 
 
 def default_url() -> str:
-    return sqlite_url(os.environ.get("GPU_TRIAGE_DATA_DIR") or DEFAULT_DATA_DIR)
+    return sqlite_url(os.environ.get("GPU_TRIAGE_DATA_DIR") or default_data_dir())
 
 
 def resolve_url(url: str | None = None) -> str:

@@ -116,6 +116,12 @@ class IncidentRow(Base):
     owner_channel: Mapped[str | None] = mapped_column(String(255))
     owner_usergroup: Mapped[str | None] = mapped_column(String(64))
     run_count: Mapped[int] = mapped_column(Integer)
+    # Snoozed: acknowledged until then; a run after it finds the cause still there reopens it.
+    snoozed_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    snoozed_by: Mapped[str | None] = mapped_column(String(255))
+    # A resolved incident whose cause came back is reopened, not opened anew (migration 0006).
+    reopened_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    reopen_count: Mapped[int] = mapped_column(Integer, server_default="0", default=0)
 
 
 class TriageRunRow(Base):

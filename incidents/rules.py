@@ -4,7 +4,16 @@
 - blocked, different cause: the old incident is resolved as *superseded* and a new one opens
   (so "open now" always shows each workload's current cause, once);
 - not blocked: open incidents for the workload are resolved automatically, the run appended;
-  with nothing open the run is kept on its own.
+  with nothing open the run is kept on its own;
+- blocked again by the cause of a resolved incident: that incident is reopened (the run
+  appended), not opened anew, so a flapping cause is one incident with its history;
+- a snoozed incident whose snooze has passed is open again at the next run that finds its
+  cause.
+
+The workload is the one the report resolved (`PodRef.key`: a pod's outermost owner), so a
+triage of a pod, of its StatefulSet and a sweep that lists the StatefulSet share one incident.
+Incidents recorded before reports named their workload were keyed by what was typed: a run
+still finds those by that name.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import builtins
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
 
 from incidents.models import IncidentRow, TriageRunRow
@@ -36,9 +45,13 @@ def record_run(
     session.flush()  # resolutions first: the unique index then admits a new incident
     created = False
     if report.blocked and target is None and report.answer != Answer.UNKNOWN:
-        target = _opened(report, now=now, by=requested_by, channel=channel, chat=source)
-        session.add(target)
-        created = True
+        target = _reopened(session, report, now=now)
+        if target is None:
+            target = _opened(report, now=now, by=requested_by, channel=channel, chat=source)
+            session.add(target)
+            created = True
+    elif target is not None and report.blocked and _snooze_over(target, now):
+        target.status, target.snoozed_until = IncidentStatus.OPEN.value, None
     if target is not None:
         target.run_count += 1
         target.updated_at = now
@@ -73,21 +86,53 @@ def record_run(
     )
 
 
+def _keyed(report: TriageReport) -> ColumnElement[bool]:
+    """The workload's incidents: by the workload it resolved to, or by what was typed."""
+    ref = report.pod
+    keys = {ref.key, (ref.kind, ref.name)}
+    return and_(
+        IncidentRow.cluster == report.cluster,
+        IncidentRow.namespace == ref.namespace,
+        or_(*(and_(IncidentRow.kind == k, IncidentRow.name == n) for k, n in sorted(keys))),
+    )
+
+
 def _active(session: Session, report: TriageReport) -> Sequence[IncidentRow]:
     """The workload's unresolved incidents, locked for this transaction."""
-    ref = report.pod
     return session.scalars(
         select(IncidentRow)
-        .where(
-            IncidentRow.cluster == report.cluster,
-            IncidentRow.namespace == ref.namespace,
-            IncidentRow.kind == ref.kind,
-            IncidentRow.name == ref.name,
-            IncidentRow.status != IncidentStatus.RESOLVED.value,
-        )
+        .where(_keyed(report), IncidentRow.status != IncidentStatus.RESOLVED.value)
         .order_by(IncidentRow.id)
         .with_for_update()
     ).all()
+
+
+def _reopened(session: Session, report: TriageReport, *, now: datetime) -> IncidentRow | None:
+    """The workload's latest resolved incident of this cause, reopened (None: there is none)."""
+    row = session.scalars(
+        select(IncidentRow)
+        .where(
+            _keyed(report),
+            IncidentRow.status == IncidentStatus.RESOLVED.value,
+            IncidentRow.fingerprint == report.fingerprint,
+        )
+        .order_by(IncidentRow.resolved_at.desc(), IncidentRow.id.desc())
+        .limit(1)
+        .with_for_update()
+    ).first()
+    if row is None:
+        return None
+    row.status = IncidentStatus.OPEN.value
+    row.resolved_at = row.resolved_by = row.resolution = None
+    row.acknowledged_at = row.acknowledged_by = row.snoozed_until = row.snoozed_by = None
+    row.reopened_at, row.reopen_count = now, (row.reopen_count or 0) + 1
+    kind, name = report.pod.key
+    row.kind, row.name = kind, name  # an old pod-keyed incident moves to its workload
+    return row
+
+
+def _snooze_over(row: IncidentRow, now: datetime) -> bool:
+    return row.snoozed_until is not None and row.snoozed_until <= now
 
 
 def _settle(
@@ -117,11 +162,12 @@ def _opened(
 ) -> IncidentRow:
     """A new incident for the workload, asked about in `channel` of `chat` (if in a chat)."""
     ref = report.pod
+    kind, name = ref.key
     return IncidentRow(
         cluster=report.cluster,
         namespace=ref.namespace,
-        kind=ref.kind,
-        name=ref.name,
+        kind=kind,
+        name=name,
         fingerprint=report.fingerprint,
         status=IncidentStatus.OPEN.value,
         opened_at=now,
@@ -129,6 +175,7 @@ def _opened(
         chat=None if channel is None else chat,
         channel=channel,
         run_count=0,
+        reopen_count=0,
     )
 
 
@@ -141,6 +188,8 @@ def resolve(row: IncidentRow, *, at: datetime, by: str | None, resolution: Resol
 def _refresh(row: IncidentRow, report: TriageReport) -> None:
     """Latest view of an incident still being followed: examined pod, headline, owner."""
     row.pod = report.pod.pod or (report.pod.name if report.pod.kind == "Pod" else row.pod)
+    kind, name = report.pod.key
+    row.kind, row.name = kind, name  # what was typed before workloads were resolved: moved
     row.failing_layer = _layer_value(report.failing_layer) or row.failing_layer
     row.headline = report.headline
     if report.owner is not None:

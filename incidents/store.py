@@ -243,6 +243,31 @@ class IncidentStore:
             session.flush()
             return incident_of(row)
 
+    def snooze(self, incident_id: int, *, until: datetime | timedelta, by: str | None) -> Incident:
+        """Acknowledge until `until` (a time, or a span from now): the next run after it that
+        still finds the cause opens it again. A resolved incident cannot be snoozed; snoozing
+        again moves the time."""
+        with self._guard(), self._write.begin() as session:
+            row = self._row(session, incident_id, lock=True)
+            if row.status == IncidentStatus.RESOLVED.value:
+                raise InvalidTransitionError(
+                    f"incident {incident_id} is resolved; it cannot be snoozed"
+                )
+            now = self._clock()
+            if isinstance(until, timedelta):
+                until = now + until
+            if until <= now:
+                raise InvalidTransitionError(
+                    f"snooze time {until:%Y-%m-%d %H:%M} UTC has passed; give a later one"
+                )
+            if row.status == IncidentStatus.OPEN.value:
+                row.status, row.acknowledged_at, row.acknowledged_by = (
+                    IncidentStatus.ACKNOWLEDGED.value, now, by
+                )  # fmt: skip
+            row.snoozed_until, row.snoozed_by, row.updated_at = until, by, now
+            session.flush()
+            return incident_of(row)
+
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, incident_id: int) -> Incident | None:
@@ -344,12 +369,14 @@ class IncidentStore:
             IncidentRow.resolved_at,
             IncidentRow.cluster,
             IncidentRow.namespace,
+            IncidentRow.acknowledged_at,
+            IncidentRow.reopened_at,
         )
         if cluster is not None:
             query = query.where(IncidentRow.cluster == cluster)
         with self._guard(), self._read() as session:
             rows = session.execute(query).all()
-        kept = [r[:4] for r in rows if where is None or where(r[4], r[5])]
+        kept = [(*r[:4], *r[6:]) for r in rows if where is None or where(r[4], r[5])]
         return summarise(kept)
 
     def _row(self, session: Session, incident_id: int, *, lock: bool = False) -> IncidentRow:

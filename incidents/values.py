@@ -84,6 +84,14 @@ class Incident(_Threaded):
     owner_channel: str | None
     owner_usergroup: str | None
     run_count: int
+    snoozed_until: datetime | None = None
+    snoozed_by: str | None = None
+    reopened_at: datetime | None = None
+    reopen_count: int = 0
+
+    def snoozed(self, now: datetime) -> bool:
+        """Whether it is snoozed at `now` (acknowledged until a time that has not come)."""
+        return self.snoozed_until is not None and self.snoozed_until > now
 
     @property
     def workload(self) -> str:
@@ -146,6 +154,8 @@ class Stats(_Value):
     open_by_layer: dict[Layer, int]
     median_time_to_resolve_seconds: float | None
     median_time_to_resolve_seconds_by_layer: dict[Layer, float | None]
+    median_time_to_acknowledge_seconds: float | None = None
+    median_time_to_acknowledge_seconds_by_layer: dict[Layer, float | None] = {}
 
 
 class GroupIncident(_Threaded):

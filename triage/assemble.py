@@ -23,9 +23,11 @@ from triage.model import (
     TriageReport,
     TriageVerdict,
     Unread,
+    WorkloadRef,
 )
 from triage.playbooks import Playbook
-from triage.signals import Signal, Unknown, build_finding
+from triage.references import Scope, items
+from triage.signals import Signal, Unknown, build_finding, signal_refs
 from triage.target import Target
 from triage.vendors import VENDORS, Vendor, vendor_of
 
@@ -80,14 +82,17 @@ class Diagnosis:
     nodes: Callable[[], list[NodeEntry]] | None = None  # every node judged, built when asked
 
 
-def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Layer, Finding]:
-    """One finding per layer in `layers`."""
+def _findings(
+    d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER, *, complete: bool = False
+) -> dict[Layer, Finding]:
+    """One finding per layer in `layers`; `complete`: no line left out, and each with the
+    objects it names (`Finding.evidence_items`), for `-o json|yaml|wide`."""
     subject = d.target.subject
     gpu = subject is not None and wants_gpu(subject, pod_requests(subject))
     by_layer: dict[Layer, list[Signal]] = {layer: [] for layer in LAYER_ORDER}
     for s in d.signals:
         by_layer[s.layer].append(s)
-    return {
+    found = {
         layer: build_finding(
             layer,
             by_layer[layer],
@@ -98,9 +103,23 @@ def _findings(d: Diagnosis, layers: tuple[Layer, ...] = LAYER_ORDER) -> dict[Lay
                 if not gpu and layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN)
                 else None
             ),
-            limit=d.config.max_evidence,
+            limit=None if complete else d.config.max_evidence,
         )
         for layer in layers
+    }
+    if not complete:
+        return found
+    pod = d.target.pod
+    scope = Scope(namespace=d.target.namespace, pod=name_of(pod) if pod is not None else None)
+    given = signal_refs(d.signals)
+    return {
+        layer: f.model_copy(
+            update={
+                "evidence_items": items(f.evidence, scope, given),
+                "detail_items": items(f.detail, scope, given),
+            }
+        )
+        for layer, f in found.items()
     }
 
 
@@ -241,8 +260,9 @@ def assemble(
     stack_values: dict[str, str] | None = None,
     nodes: bool = False,
 ) -> TriageReport:
-    """The full report: every layer's finding, the verdict, and the playbook's steps."""
-    findings = _findings(d)
+    """The full report: every layer's finding, the verdict, and the playbook's steps; with
+    `nodes`, every node judged and every evidence line with its references (`-o json`)."""
+    findings = _findings(d, complete=nodes)
     decision = _decide(d, findings)
     target, ref = d.target, _pod_ref(d.target)
     unread = unread_of(d.unknowns, d.unread)
@@ -323,7 +343,13 @@ class _Remedy:
 
 def _pod_ref(target: Target) -> PodRef:
     pod = target.pod
+    top = target.workloads[0] if target.workloads else None
+    if top is not None:
+        workload = WorkloadRef(kind=str(top.get("kind") or target.kind), name=name_of(top))
+    else:
+        workload = WorkloadRef(kind=target.kind, name=target.name)
     return PodRef(
+        workload=workload,
         namespace=target.namespace,
         name=target.name,
         kind=target.kind,

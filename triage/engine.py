@@ -26,7 +26,8 @@ from triage.layers.base import CheckResult, Context, LayerCheck
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
 from triage.model import LAYER_ORDER, Answer, Layer, TriageReport, TriageVerdict
-from triage.names import validate_name, validate_namespace
+from triage.named import parse_target
+from triage.names import validate_namespace
 from triage.playbooks import Playbook, load_playbook
 from triage.signals import JOINING, REPORTED, WAITING, Signal
 from triage.target import Target, resolve
@@ -99,7 +100,7 @@ def _diagnose(
 ) -> tuple[Diagnosis, Context]:
     """Every layer check run on the target, and the root-cause rule applied to their signals."""
     validate_namespace(namespace)
-    validate_name(name, what="pod or workload name")
+    parse_target(name)  # NAME or KIND/NAME (kubectl's short kinds): checked before any read
     config = config or EngineConfig()
     target = resolve(source, namespace=namespace, name=name)
     as_of = now or source.as_of or datetime.now(UTC)

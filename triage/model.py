@@ -96,11 +96,32 @@ class _Answered(Frozen):
         return data
 
 
+class ObjectRef(Frozen):
+    """A Kubernetes object an evidence sentence names, and the field of it that says so."""
+
+    kind: str = Field(description="the object's kind: Node, Pod, ResourceQuota, ClusterQueue, …")
+    namespace: str | None = Field(default=None, description="None: a cluster-scoped object")
+    name: str
+    field: str | None = Field(
+        default=None, description="the field that shows it, as a path: spec.taints, status.phase"
+    )
+    value: str | None = Field(default=None, description="that field's value, as read")
+
+
+class EvidenceItem(Frozen):
+    """One evidence sentence and the objects it names, for scripts."""
+
+    text: str = Field(description="the sentence, as in `evidence` (or `detail`)")
+    refs: list[ObjectRef] = Field(default_factory=list)
+
+
 class Finding(Frozen):
     """One layer's verdict for the pod.
 
     `evidence` is safe to show to the pod's own tenant (it names their objects and aggregated
     cluster facts). `detail` is operator-only: other tenants' pods, node internals.
+    `evidence_items` and `detail_items` are the same sentences, one item each in the same
+    order, with the objects each names (`ObjectRef`): what scripts read instead of parsing.
     """
 
     layer: Layer
@@ -109,6 +130,8 @@ class Finding(Frozen):
     evidence: list[str] = Field(default_factory=list)
     detail: list[str] = Field(default_factory=list)
     codes: list[str] = Field(default_factory=list, description="machine-readable signal ids")
+    evidence_items: list[EvidenceItem] = Field(default_factory=list)
+    detail_items: list[EvidenceItem] = Field(default_factory=list)
 
 
 class Unread(Frozen):
@@ -135,6 +158,13 @@ class OwnerRoute(Frozen):
     source: str = Field(default="default", description="which rule chose this route")
 
 
+class WorkloadRef(Frozen):
+    """The workload a pod belongs to: its outermost owner that exists."""
+
+    kind: str = Field(description="Deployment, StatefulSet, Job, ReplicaSet, DaemonSet or Pod")
+    name: str
+
+
 class PodRef(Frozen):
     """What was triaged. `kind` is Pod, or the workload kind when the name was a workload."""
 
@@ -144,6 +174,19 @@ class PodRef(Frozen):
     pod: str | None = Field(default=None, description="the pod actually examined, if any")
     node: str | None = None
     phase: str | None = None
+    workload: WorkloadRef | None = Field(
+        default=None,
+        description="the workload it resolves to, whatever was typed (a pod, its owner): its "
+        "outermost owner that exists (a Deployment over its ReplicaSet), else the pod itself; "
+        "the incident store's key",
+    )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(kind, name) of the workload it resolves to (what was typed, when not resolved)."""
+        if self.workload is not None:
+            return self.workload.kind, self.workload.name
+        return self.kind, self.name
 
 
 class Cause(Frozen):
@@ -272,7 +315,9 @@ class TriageReport(_Answered):
             return self
         return self.model_copy(
             update={
-                "findings": [f.model_copy(update={"detail": []}) for f in self.findings],
+                "findings": [
+                    f.model_copy(update={"detail": [], "detail_items": []}) for f in self.findings
+                ],
                 "operator_steps": [],
                 "gpu_stack": [],
                 "verification": [],

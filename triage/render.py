@@ -31,6 +31,17 @@ def one_line(text: str) -> str:
     return _CONTROLS.sub("", _BREAKS.sub(" ", text))
 
 
+_ONCE_CREATED = "once created: "
+_ANYWAY = re.compile(
+    r" \((?:this pod cannot use that node anyway|but \d+ other node\(s\) can take it)[^)]*\)$"
+)
+
+
+def _side_key(summary: str) -> str:
+    """A side finding as said to any pod: without what it means for this one."""
+    return _ANYWAY.sub("", summary.removeprefix(_ONCE_CREATED))
+
+
 def report_data(report: TriageReport) -> dict[str, Any]:
     """The report as JSON-able data: the model, and its fingerprint (the incident key)."""
     data = report.model_dump(mode="json")
@@ -42,9 +53,19 @@ def to_json(report: TriageReport) -> str:
     return json.dumps(report_data(report), indent=2, ensure_ascii=False)
 
 
-def to_text(report: TriageReport, *, operator: bool = True) -> str:
+def to_text(
+    report: TriageReport,
+    *,
+    operator: bool = True,
+    wide: bool = False,
+    said: set[tuple[str, str]] | None = None,
+) -> str:
     """A terminal report: verdict first, then each layer's evidence, owner and next steps, as
-    much of it as the audience may read (`TriageReport.for_audience`)."""
+    much of it as the audience may read (`TriageReport.for_audience`).
+
+    Quiet by default: a side finding (`warn`: it does not block this pod) is its one summary
+    line, its evidence is for `wide`; with `said` (the side findings a command already
+    printed, shared across its reports) one said before is named once, not repeated."""
     report = report.for_audience(Audience.of(operator=operator))
     ref = report.pod
     what = f"{ref.kind.lower()} {ref.namespace}/{ref.name}"
@@ -63,13 +84,25 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
         lines.append(f"  {report.headline}")
     lines.append("")
     for f in report.findings:
+        if f.status == Status.WARN and not wide:
+            key = (f.layer.value, "\n".join(sorted(f.detail)) or _side_key(f.summary))
+            again = said is not None and key in said
+            if said is not None:
+                said.add(key)
+            more = len(f.evidence) + len(f.detail)
+            tail = " (said above)" if again else f" (+{more} line(s) with -o wide)" if more else ""
+            lines.append(f"[{_MARK[f.status]}] {f.layer.value}: {f.summary}{tail}")
+            continue
         lines.append(f"[{_MARK[f.status]}] {f.layer.value}: {f.summary}")
         for ev in f.evidence:
             lines.append(f"       - {ev}")
         for d in f.detail:
             lines.append(f"       · {d}")
-    if report.gpu_stack:
+    stack_key = ("gpu-stack", "\n".join(report.gpu_stack))
+    if report.gpu_stack and (wide or said is None or stack_key not in said):
         lines += ["", "GPU stack:"] + [f"  {line}" for line in report.gpu_stack]
+    if said is not None and report.gpu_stack:
+        said.add(stack_key)
     if report.owner is not None:
         o = report.owner
         extra = ", ".join(
@@ -94,3 +127,27 @@ def to_text(report: TriageReport, *, operator: bool = True) -> str:
     for note in report.notes + ([report.data_age_note] if report.data_age_note else []):
         lines.append(f"Note: {note}")
     return "\n".join(one_line(line) for line in lines)  # each entry is one line, whatever it quotes
+
+
+def nodes_table(report: TriageReport, *, headers: bool = True) -> str:
+    """`-o wide`'s node table: every node judged for the pod, what stops it there."""
+    rows = [["NODE", "USABLE", "ELIGIBLE", "LAYER", "REASON", "BLOCKING"]] if headers else []
+    for n in report.nodes or []:
+        rows.append(
+            [
+                n.name,
+                "yes" if n.usable else "no",
+                "yes" if n.eligible else "no",
+                n.layer.value if n.layer else "-",
+                n.reason or "-",
+                n.blocking or "-",
+            ]
+        )
+    if not rows:
+        return ""
+    widths = [max(len(one_line(r[c])) for r in rows) for c in range(len(rows[0]))]
+    lines = [
+        "  ".join(one_line(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    ]
+    return "\n" + "\n".join(lines)

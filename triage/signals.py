@@ -6,18 +6,21 @@ audience: `evidence` may be shown to the pod's tenant, `detail` only to operator
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from triage.cluster.source import ReadFailedError
-from triage.model import Finding, Layer, Status
+from triage.model import Finding, Layer, ObjectRef, Status
 
 # Codes the root-cause rule itself knows, beside those of the checks that make them.
 REPORTED = "scheduling.scheduler-reported"  # the scheduler's words, when nothing explains them
 JOINING = "device-plugin.node-joining"  # a node still coming up: its GPUs are on their way
 # Signals that mean "room is on its way": the pod waits, nothing is broken.
 WAITING = frozenset({"scheduling.scale-up-in-progress", "scheduling.preempting"})
+
+
+_NONE: Mapping[str, object] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +41,23 @@ class Signal:
     # Shared objects that block (ResourceQuota ns/name, ClusterQueue, a missing label): what
     # makes two workloads stuck for one cause in the fleet view.
     objects: Sequence[str] = ()
+    # References a check knows beside what `triage.references` reads from the sentences:
+    # evidence line → the objects it names (`-o json` shows them first).
+    refs: Mapping[str, Sequence[ObjectRef]] = field(default_factory=dict)
+    # A line that counts what the evidence leaves out ("… and 8 more node(s)") → the lines
+    # it stands for, made only for a complete report (`-o json|yaml|wide`): never cut short.
+    more: Mapping[str, Callable[[], Sequence[str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, value in (("evidence", self.evidence), ("detail", self.detail),
                             ("nodes", self.nodes), ("objects", self.objects)):  # fmt: skip
             if type(value) is not tuple:
                 object.__setattr__(self, name, tuple(value))
-        if type(self.values) is not MappingProxyType:
-            object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+        for name, mapping in (("values", self.values), ("refs", self.refs), ("more", self.more)):
+            if type(mapping) is not MappingProxyType:
+                object.__setattr__(
+                    self, name, MappingProxyType(dict(mapping)) if mapping else _NONE
+                )
 
     def with_evidence(self, *, first: Sequence[str] = (), then: Sequence[str] = ()) -> Signal:
         """The signal with `first` before its evidence and `then` after it."""
@@ -62,11 +74,29 @@ class Unknown:
     error: ReadFailedError | None = None
 
 
-def _clip(lines: list[str], limit: int) -> list[str]:
+def _clip(lines: list[str], limit: int | None) -> list[str]:
     seen = list(dict.fromkeys(lines))  # de-duplicated, order kept
-    if len(seen) <= limit:
+    if limit is None or len(seen) <= limit:
         return seen
     return [*seen[: limit - 1], f"… and {len(seen) - limit + 1} more"]
+
+
+def _complete(s: Signal) -> Signal:
+    """`s` with each "… N more" line replaced by the lines it counts."""
+    if not s.more:
+        return s
+    lines: list[str] = []
+    for line in s.evidence:
+        lines.extend(s.more[line]() if line in s.more else (line,))
+    return replace(s, evidence=tuple(lines), more={})
+
+
+def signal_refs(signals: Sequence[Signal]) -> dict[str, Sequence[ObjectRef]]:
+    """Every evidence line's references that the `signals` give."""
+    out: dict[str, Sequence[ObjectRef]] = {}
+    for s in signals:
+        out.update(s.refs)
+    return out
 
 
 def build_finding(
@@ -76,10 +106,13 @@ def build_finding(
     *,
     ok_summary: str,
     skipped: str | None = None,
-    limit: int = 12,
+    limit: int | None = 12,
 ) -> Finding:
     """One finding per layer from that layer's signals (`mine`): fail if any blocking signal,
-    else unknown, warn, ok or skipped."""
+    else unknown, warn, ok or skipped. `limit` None: complete, every line a check counted
+    instead of listing (`Signal.more`) listed."""
+    if limit is None:
+        mine = [_complete(s) for s in mine]
     blocking = [s for s in mine if s.blocking]
     side = [s for s in mine if not s.blocking]
     unknown = [u.reason for u in unknowns if u.layer == layer]

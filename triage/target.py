@@ -17,7 +17,8 @@ from triage.cluster.source import (
     ReadFailedError,
 )
 from triage.model import Layer
-from triage.names import validate_name, validate_namespace
+from triage.named import parse_target
+from triage.names import InvalidNameError, validate_namespace
 from triage.signals import Unknown
 
 WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")
@@ -97,15 +98,21 @@ def _pick(pods: list[Obj]) -> Obj | None:
 
 
 def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
+    """`name` is a pod's or a workload's name (a pod first, then each workload kind), or
+    `KIND/NAME` (`triage.named`: kubectl's kinds and short names) for that kind only."""
     validate_namespace(namespace)
-    validate_name(name, what="pod or workload name")
+    named = parse_target(name)
+    if named.namespace is not None:
+        raise InvalidNameError(f"give the namespace apart from the name: {name!r}")
+    name, only = named.name, named.kind
     unknowns: list[Unknown] = []
-    pod = source.get("Pod", name, namespace=namespace)
+    pod = source.get("Pod", name, namespace=namespace) if only in (None, "Pod") else None
     if pod is not None:
         chain = _owner_chain(source, namespace, pod, unknowns)
         return Target(namespace, name, "Pod", pod, [pod], chain, unknowns=unknowns)
     unread: list[ReadFailedError] = []
-    for kind in WORKLOAD_KINDS:
+    kinds = WORKLOAD_KINDS if only is None else tuple(k for k in WORKLOAD_KINDS if k == only)
+    for kind in kinds:
         try:
             workload = source.get(kind, name, namespace=namespace)
         except ReadFailedError as e:
@@ -146,4 +153,5 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
             f"no pod named {name} in namespace {namespace}, and it could not be looked up as a "
             f"workload: {first}"
         ) from first
-    raise NotFoundError(f"no pod or workload named {name} in namespace {namespace}")
+    what = "pod or workload" if only is None else only
+    raise NotFoundError(f"no {what} named {name} in namespace {namespace}")

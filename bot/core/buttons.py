@@ -20,12 +20,13 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from bot.core.chat import Asker, ChatError, Message, Place, Pressed
 from bot.core.commands import MAX_ID, WhyPending
 from bot.core.context import Context
 from bot.core.ports import OutcomeLike
-from bot.core.refs import Action, ButtonRef
+from bot.core.refs import SNOOZE_HOURS, Action, ButtonRef
 from bot.core.why_pending import WhyPendingFlow
 from incidents.errors import IncidentNotFoundError, IncidentStoreError, InvalidTransitionError
 from incidents.values import Incident, IncidentStatus, ThreadRef
@@ -56,6 +57,8 @@ class Buttons:
             Action.RERUN: self.rerun,
             Action.RESOLVE: self.resolve,
             Action.ESCALATE: self.escalate,
+            Action.ACKNOWLEDGE: self.acknowledge,
+            Action.SNOOZE: self.snooze,
         }
 
     def press(self, pressed: Pressed) -> None:
@@ -185,6 +188,51 @@ class Buttons:
         report = runs[-1].parsed_report() if runs else None
         ref = ButtonRef(inc.cluster, inc.namespace, inc.name, str(inc.id))
         return self.ctx.render.resolved(report, audience=audience, ref=ref, note=note)
+
+    # -- Acknowledge, Snooze --------------------------------------------------------------------
+    def acknowledge(self, press: Press) -> None:
+        self._lifecycle(press, snooze=False)
+
+    def snooze(self, press: Press) -> None:
+        self._lifecycle(press, snooze=True)
+
+    def _lifecycle(self, press: Press, *, snooze: bool) -> None:
+        """Acknowledge (or snooze) the press's incident, recorded with the presser; said in
+        its thread when pressed there, else to the presser alone."""
+        words, inc, user = self.ctx.words, press.incident, press.asker.user
+        if inc is None:
+            self.ctx.say(press.asker, words.incident_not_found("?"))
+            return
+        if not inc.is_open:
+            self.ctx.say(
+                press.asker, words.incident_already(incident_id=str(inc.id), status="resolved")
+            )
+            return
+        try:
+            if snooze:
+                inc = self.ctx.store.snooze(inc.id, until=timedelta(hours=SNOOZE_HOURS), by=user)
+            else:
+                inc = self.ctx.store.set_status(inc.id, IncidentStatus.ACKNOWLEDGED, by=user)
+        except IncidentNotFoundError:
+            self.ctx.say(press.asker, words.incident_not_found(str(inc.id)))
+            return
+        except InvalidTransitionError:
+            self.ctx.say(
+                press.asker, words.incident_already(incident_id=str(inc.id), status="resolved")
+            )
+            return
+        except IncidentStoreError as e:
+            self.ctx.store_failed(press.asker, e)
+            return
+        if snooze and inc.snoozed_until is not None:
+            until_text = f"{inc.snoozed_until:%Y-%m-%d %H:%M}"
+            note = words.incident_snoozed(incident_id=str(inc.id), user=user, until=until_text)
+        else:
+            note = words.incident_acknowledged(incident_id=str(inc.id), user=user)
+        if press.thread is not None and inc.thread_ref is not None:
+            self.ctx.chat.post(Message(note), to=Place.of(inc.thread_ref))
+        else:
+            self.ctx.say(press.asker, note)
 
     # -- Escalate -----------------------------------------------------------------------------
     def escalate(self, press: Press) -> None:

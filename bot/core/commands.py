@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from triage import validate_cluster, validate_name, validate_namespace
+from triage.named import parse_target, with_namespace
 
 
 class UsageError(ValueError):
@@ -97,8 +98,9 @@ def why_pending(args: list[str]) -> WhyPending:
     opts = _options("why-pending", args, flags=("-n", "--cluster"), names=1, what="pod name")
     if not opts.names:
         raise UsageError("why-pending needs a pod name")
-    name = validate_name(opts.names[0])
-    return WhyPending(name=name, namespace=opts.namespace, cluster=opts.cluster)
+    named = parse_target(opts.names[0])  # NAME, NS/NAME, KIND/NAME (po, job, deploy, sts, rs)
+    namespace = with_namespace(named, opts.namespace)
+    return WhyPending(name=named.spelled, namespace=namespace, cluster=opts.cluster)
 
 
 def pending(args: list[str]) -> Pending:

@@ -168,6 +168,10 @@ class IncidentStoreLike(Protocol):
         self, incident_id: int, status: IncidentStatus, *, by: str | None
     ) -> Incident: ...
 
+    def snooze(
+        self, incident_id: int, *, until: datetime | timedelta, by: str | None
+    ) -> Incident: ...
+
     def get(self, incident_id: int) -> Incident | None: ...
 
     def list(

@@ -12,8 +12,9 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
-from triage import validate_cluster, validate_name, validate_namespace
+from triage import validate_cluster, validate_namespace
 from triage.fleet import Group
+from triage.named import parse_target
 
 # The smallest limit a chat puts on a button's value (Slack's): ours are far below it.
 MAX_VALUE = 2000
@@ -24,11 +25,20 @@ class Action(StrEnum):
 
     RERUN = "gpu_rerun"  # a new report in the incident's thread
     RESOLVE = "gpu_resolve"  # resolve the incident, remove the buttons
+    ACKNOWLEDGE = "gpu_ack"  # acknowledge the incident: someone is on it
+    SNOOZE = "gpu_snooze"  # acknowledge it for SNOOZE_HOURS; its cause after that reopens it
     ESCALATE = "gpu_escalate"  # a summary in the owner route's channel
     GROUP_THREAD = "gpu_group_thread"  # the fleet view: a link to a group's incident thread
 
 
-REPORT_ACTIONS = (Action.RERUN, Action.RESOLVE, Action.ESCALATE)
+REPORT_ACTIONS = (
+    Action.RERUN,
+    Action.RESOLVE,
+    Action.ESCALATE,
+    Action.ACKNOWLEDGE,
+    Action.SNOOZE,
+)
+SNOOZE_HOURS = 4  # what the Snooze button gives (the CLI's `snooze --until` takes any time)
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,8 @@ class ButtonRef:
         ):
             raise ValueError("malformed button value")
         validate_namespace(namespace)  # InvalidNameError is a ValueError
-        validate_name(name)
+        if parse_target(name).namespace is not None:  # NAME or KIND/NAME, as typed
+            raise ValueError("malformed button value")
         if cluster is not None:
             validate_cluster(cluster)
         return cls(cluster, namespace, name, None if incident is None else str(incident))

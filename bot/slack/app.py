@@ -48,8 +48,10 @@ class SlackSettings(CoreSettings, Protocol):
     """What the Slack app reads from the settings (`gpu_triage.settings.Settings`)."""
 
     slack_bot_token: SecretStr
-    slack_signing_secret: SecretStr
     max_body_bytes: int
+
+    @property
+    def signing_secret(self) -> str: ...
 
     @property
     def api_base_url(self) -> str: ...
@@ -89,7 +91,7 @@ def create_app(
         )
     slack = client
     app = TriageApp(
-        signing_secret=settings.slack_signing_secret.get_secret_value(),
+        signing_secret=settings.signing_secret,
         client=client,
         process_before_response=False,
         # Listeners run here up to their ack (parse, a policy check, hand off): as many as
@@ -124,7 +126,7 @@ def create_app(
         max_age=RESPONSE_URL_AGE,
     )
     app.intake = Intake(
-        secret=settings.slack_signing_secret.get_secret_value(),
+        secret=settings.signing_secret,
         max_body=settings.max_body_bytes,
         response_urls=settings.response_url_prefixes,
     )

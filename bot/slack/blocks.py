@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.refs import Action, ButtonRef
+from bot.core.refs import SNOOZE_HOURS, Action, ButtonRef
 from bot.slack.ids import is_usergroup
 from bot.slack.mrkdwn import channel_link, code, escape, plain, truncate
 from triage import Audience, OwnerRoute, Status, TriageReport
@@ -176,6 +176,11 @@ def action_buttons(ref: ButtonRef, *, escalate: bool) -> Block:
         _button("Re-run", Action.RERUN, value),
         _button("Resolve", Action.RESOLVE, value, style="primary"),
     ]
+    if ref.incident_id is not None:  # the lifecycle needs an incident to act on
+        elements += [
+            _button("Acknowledge", Action.ACKNOWLEDGE, value),
+            _button(f"Snooze {SNOOZE_HOURS}h", Action.SNOOZE, value),
+        ]
     if escalate:
         elements.append(_button("Escalate to owner", Action.ESCALATE, value, style="danger"))
     return {"type": "actions", "block_id": "gpu_actions", "elements": elements}

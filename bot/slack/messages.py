@@ -206,6 +206,17 @@ def incident_resolved(*, incident_id: str, user: str) -> str:
     return f":white_check_mark: Incident {code(incident_id)} resolved by <@{user}>."
 
 
+def incident_acknowledged(*, incident_id: str, user: str) -> str:
+    return f":eyes: Incident {code(incident_id)} acknowledged by <@{user}>."
+
+
+def incident_snoozed(*, incident_id: str, user: str, until: str) -> str:
+    return (
+        f":zzz: Incident {code(incident_id)} snoozed by <@{user}> until {escape(until)} UTC; "
+        "if its cause is still there after that, it is open again."
+    )
+
+
 def incident_already(*, incident_id: str, status: str) -> str:
     return f"Incident {code(incident_id)} is already {escape(status)}."
 

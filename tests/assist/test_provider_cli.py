@@ -69,7 +69,11 @@ def test_cli_json_and_errors(
     q = "why is resnet-train-0 pending"
     assert main(["ask", q, "-n", "team-vision", "--snapshot", SNAP, "--format", "json"]) == 0
     out = capsys.readouterr().out
-    assert '"failing_layer": "driver"' in out and '"kind": "triage"' in out
+    assert (
+        '"failing_layer": "driver"' in out
+        and '"kind": "Answer"' in out
+        and '"type": "triage"' in out
+    )
     assert main(["ask", "why is pod nope-1 pending", "-n", "team-vision", "--snapshot", SNAP]) == 2
     assert "no pod or workload nope-1" in capsys.readouterr().err
 

@@ -90,3 +90,23 @@ def test_rerun_on_a_private_reply_replaces_it(bot: Bot) -> None:
     second = bot.fake.of("response")[1]
     assert second.args["replace_original"] is True
     assert "Blocked at scheduling" in second.args["blocks"][0]["text"]["text"]
+
+
+def test_acknowledge_and_snooze_are_recorded_with_the_presser_and_said_in_the_thread(
+    bot: Bot,
+) -> None:
+    message, values = _first_report(bot)
+    assert {"gpu_ack", "gpu_snooze"} <= set(values)  # on a report with an incident
+    bot.slack.click(action_id="gpu_ack", value=values["gpu_ack"], message=message)
+    note = bot.fake.wait_posts(2)[1]
+    assert note.args["thread_ts"] == message["ts"]
+    assert "acknowledged by <@UOPS>" in note.args["text"]
+    incident = bot.store.list()[0]
+    assert incident.status is IncidentStatus.ACKNOWLEDGED and incident.acknowledged_by == "UOPS"
+    bot.slack.click(action_id="gpu_snooze", value=values["gpu_snooze"], message=message)
+    snoozed = bot.fake.wait_posts(3)[2]
+    assert snoozed.args["thread_ts"] == message["ts"]
+    assert "snoozed by <@UOPS> until " in snoozed.args["text"]
+    incident = bot.store.list()[0]
+    assert incident.snoozed_by == "UOPS" and incident.snoozed_until is not None
+    assert (incident.snoozed_until - incident.acknowledged_at).total_seconds() >= 4 * 3600 - 5  # type: ignore[operator]

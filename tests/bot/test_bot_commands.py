@@ -29,7 +29,8 @@ def test_help_is_answered_in_the_ack(bot: Bot) -> None:
     [
         ("frobnicate", "unknown command 'frobnicate'"),
         ("why-pending", "why-pending needs a pod name"),
-        ("why-pending Bad_Name", "invalid pod name 'Bad_Name'"),
+        ("why-pending Bad_Name", "invalid pod or workload name 'Bad_Name'"),
+        ("why-pending widget/x/y", "unknown kind 'widget'"),
         ("why-pending ok -n Team_A", "invalid namespace 'Team_A'"),
         ("why-pending ok -n", "-n needs a value"),
         ("why-pending ok --frob", "unknown option '--frob'"),
@@ -62,7 +63,9 @@ def test_why_pending_in_a_channel_posts_the_report(bot: Bot) -> None:
     assert "workload-owner" in shown and "#gpu-help" in shown
     assert "*Next steps*" in shown
     actions = next(b for b in blocks if b["type"] == "actions")["elements"]
-    assert [a["action_id"] for a in actions] == ["gpu_rerun", "gpu_resolve", "gpu_escalate"]
+    assert [a["action_id"] for a in actions] == [
+        "gpu_rerun", "gpu_resolve", "gpu_ack", "gpu_snooze", "gpu_escalate",
+    ]  # fmt: skip
     assert all(len(a["value"]) <= 2000 for a in actions)
     assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
     # the incident remembers its thread: the ts the fake gave the top-level message
@@ -168,3 +171,17 @@ def test_operator_channel_sees_detail(bot: Bot) -> None:
     bot.slack.command("why-pending train-x -n team-a", channel="COPS")
     post = bot.fake.wait_posts(1)[0]
     assert OTHER_TENANT_POD in _text(post.args)
+
+
+def test_why_pending_takes_kubectl_s_names(bot: Bot) -> None:
+    """NAMESPACE/NAME and KIND/NAME, as in the CLI: the same report as NAME -n NAMESPACE."""
+    bot.slack.command("why-pending po/team-a/train-x", channel="COPS")
+    bot.slack.command("why-pending team-a/train-x", channel="COPS")
+    bot.slack.command("why-pending po/train-x -n team-a", channel="COPS")
+    posts = bot.fake.wait_posts(3)
+    assert all(
+        p.args.get("blocks")
+        and p.args["blocks"][0]["text"]["text"].startswith("Blocked at scheduling")
+        for p in posts
+    ), [p.args.get("text") for p in posts]
+    assert len(bot.store.list()) == 1  # one workload, one incident, whatever the spelling

@@ -115,3 +115,17 @@ def test_a_button_value_that_names_nothing_is_answered_in_one_line(
     text = str(bot.fake.of("response")[0].args.get("text"))
     assert said in text.replace("\u2060", "") and "Something went wrong" not in text
     assert "\n" not in text
+
+
+@pytest.mark.parametrize("action", ["gpu_ack", "gpu_snooze"])
+def test_another_tenants_incident_cannot_be_acknowledged_or_snoozed(bot: Bot, action: str) -> None:
+    team_a, ts = _incident_in(bot, channel="COPS", user="UOPS", name="train-x", ns="team-a")
+    _press(bot, action=action, user="UTENB", channel="DTENB", ts=ts,
+           value={"c": "demo", "n": "team-b", "p": "eval-b", "i": str(team_a)})  # fmt: skip
+    bot.fake.wait(lambda: bool(bot.fake.of("response")))
+    assert "No pod or workload named `train-x` in namespace `team-a`" in str(
+        bot.fake.of("response")[-1].args
+    )
+    after = bot.store.get(team_a)
+    assert after is not None and after.status is IncidentStatus.OPEN
+    assert after.acknowledged_by is None and after.snoozed_until is None

@@ -277,7 +277,7 @@ def test_usergroup_cache_expires_and_fails_closed() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({}, "SLACK_SIGNING_SECRET is not set"),
+        ({"SLACK_BOT_TOKEN": "xoxb-1"}, "SLACK_SIGNING_SECRET is not set"),
         ({"SLACK_SIGNING_SECRET": "s"}, "SLACK_BOT_TOKEN is not set"),
         ({"SLACK_SIGNING_SECRET": "changeme", "SLACK_BOT_TOKEN": "xoxb-1"},
          "SLACK_SIGNING_SECRET is malformed: is empty or a placeholder"),

@@ -123,7 +123,7 @@ def test_a_terminal_triage_and_a_slack_one_land_on_one_incident(tmp_path: Path) 
         store.record(report, requested_by="U0SLACK", duration_ms=5, channel="C1")
     again = run(*why, "--record", "--database-url", url)
     assert "1 continued" in again.stderr
-    listed = json.loads(run("incidents", "--database-url", url, "-o", "json").stdout)
+    listed = json.loads(run("incidents", "--database-url", url, "-o", "json").stdout)["items"]
     assert len(listed) == 1 and listed[0]["run_count"] == 3
     shown = run("incident", str(listed[0]["id"]), "--database-url", url).stdout.splitlines()
     header = next(line for line in shown if "FROM" in line)
@@ -143,9 +143,16 @@ def test_pending_records_every_stuck_workload_and_incidents_filter_by_namespace(
     p = run("pending", "-A", "--snapshot", FLEET, "--record", "--database-url", url)
     assert p.returncode == 0, p.stderr
     assert "20 incident(s) opened" in p.stderr
-    nlp = json.loads(run("incidents", "-n", "team-nlp", "--database-url", url, "-o", "json").stdout)
+    nlp = json.loads(
+        run("incidents", "-n", "team-nlp", "--database-url", url, "-o", "json").stdout
+    )["items"]
     assert nlp and {i["namespace"] for i in nlp} == {"team-nlp"}
-    every = json.loads(run("incidents", "-A", "--database-url", url, "-o", "json").stdout)
+    every = json.loads(run("incidents", "-A", "--database-url", url, "-o", "json").stdout)["items"]
     assert len(every) == 20
+    # a triage of one of those pods continues its workload's incident, whatever was typed
+    member = next(i for i in every if i["kind"] == "StatefulSet" and i["pod"])
+    pod = ["why-pending", f"{member['namespace']}/{member['pod']}", "--snapshot", FLEET]
+    again = run(*pod, "--record", "--database-url", url)
+    assert "1 continued" in again.stderr and "opened" not in again.stderr, again.stderr
     wide = run("incidents", "--database-url", url, "-o", "wide").stdout
     assert "SLACK THREAD" in wide.splitlines()[0] and "HEADLINE" in wide.splitlines()[0]

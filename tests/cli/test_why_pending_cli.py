@@ -65,6 +65,7 @@ def test_json_report_holds_the_contract() -> None:
         "pod": None,
         "node": None,
         "phase": None,
+        "workload": {"kind": "Job", "name": "pretrain-13b"},
     }
     assert report["owner"]["team"] and report["remediation"]
     assert any("gpu-quota" in e for e in report["findings"][3]["evidence"])
@@ -141,7 +142,7 @@ def test_demo_triages_every_stuck_workload() -> None:
     assert layers["team-nlp/pretrain-13b"] == "quota"
     assert {"driver", "device-plugin", "scheduling", "quota"} <= set(layers.values())
     p = run("demo", "--format", "json")
-    assert {r["failing_layer"] for r in json.loads(p.stdout)} >= {
+    assert {r["failing_layer"] for r in json.loads(p.stdout)["items"]} >= {
         "driver",
         "device-plugin",
         "scheduling",

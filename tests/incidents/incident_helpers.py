@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
+from triage.model import Finding, Layer, OwnerRoute, PodRef, Status, TriageReport, WorkloadRef
 
 
 class FakeClock:
@@ -33,6 +33,7 @@ def make_report(
     cluster: str = "default",
     headline: str | None = None,
     team: str = "ml-platform",
+    workload: tuple[str, str] | None = None,
 ) -> TriageReport:
     findings = [
         Finding(
@@ -45,7 +46,13 @@ def make_report(
         for each in Layer
     ]
     return TriageReport(
-        pod=PodRef(namespace=namespace, name=name, kind=kind, pod=pod),
+        pod=PodRef(
+            namespace=namespace,
+            name=name,
+            kind=kind,
+            pod=pod,
+            workload=None if workload is None else WorkloadRef(kind=workload[0], name=workload[1]),
+        ),
         cluster=cluster,
         failing_layer=layer,
         headline=headline or (f"blocked at {layer.value}" if layer else "running"),

@@ -28,7 +28,7 @@ def test_upgrade_downgrade_upgrade(db_url: str) -> None:
     with IncidentStore.from_url(db_url) as store:
         assert store.current_revision() is None
         store.upgrade()
-        assert store.current_revision() == head_revision() == "0005"
+        assert store.current_revision() == head_revision() == "0006"
         assert _tables(store) == {
             "incidents",
             "triage_runs",
@@ -44,7 +44,7 @@ def test_upgrade_downgrade_upgrade(db_url: str) -> None:
 
         store.upgrade()
         store.upgrade()  # idempotent
-        assert store.current_revision() == "0005"
+        assert store.current_revision() == "0006"
         assert store.list() == []
         assert store.record(make_report(), requested_by="U1", duration_ms=1).created
 
@@ -62,7 +62,7 @@ def test_models_match_migrations(db_url: str) -> None:
 
 def test_open_with_auto_migrate(sqlite_url: str, monkeypatch: object) -> None:
     with IncidentStore.open(sqlite_url, auto_migrate=True) as store:
-        assert store.current_revision() == "0005"
+        assert store.current_revision() == "0006"
 
 
 def test_incidents_survive_a_downgrade_to_0001_and_the_upgrade_back(db_url: str) -> None:

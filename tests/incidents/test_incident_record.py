@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from incidents import IncidentStatus, IncidentStore, Resolution, ThreadRef
+from incidents.errors import InvalidTransitionError
 from tests.incidents.incident_helpers import FakeClock, MakeReport
 from triage.model import Answer, Layer
 
@@ -132,12 +135,18 @@ def test_running_report_with_nothing_open_is_kept_alone(
     assert store.list() == []
 
 
-def test_resolved_incident_is_not_reopened(store: IncidentStore, make_report: MakeReport) -> None:
+def test_a_resolved_incident_reopens_when_its_cause_returns(
+    store: IncidentStore, make_report: MakeReport
+) -> None:
     first = store.record(make_report(), requested_by="U1", duration_ms=1).incident
-    store.record(make_report(None), requested_by="U1", duration_ms=1)
-    again = store.record(make_report(), requested_by="U1", duration_ms=1)
+    store.record(make_report(None), requested_by="U1", duration_ms=1)  # running: resolved
+    again = store.record(make_report(), requested_by="U2", duration_ms=1)
     assert first is not None and again.incident is not None
-    assert again.created is True and again.incident.id != first.id
+    assert again.created is False and again.incident.id == first.id
+    assert again.incident.status.value == "open" and again.incident.resolved_at is None
+    assert again.incident.reopen_count == 1 and again.incident.reopened_at is not None
+    other = store.record(make_report(layer=Layer.DRIVER), requested_by="U1", duration_ms=1)
+    assert other.created and other.incident is not None and other.incident.id != first.id
 
 
 def test_workloads_are_told_apart(store: IncidentStore, make_report: MakeReport) -> None:
@@ -180,3 +189,86 @@ def test_a_run_that_could_not_judge_neither_resolves_nor_opens(
     other = unknown.model_copy(update={"pod": unknown.pod.model_copy(update={"name": "other"})})
     alone = store.record(other, requested_by="U2", duration_ms=1)
     assert (alone.incident, alone.created) == (None, False)
+
+
+def test_a_pod_its_workload_and_a_sweep_share_one_incident(
+    store: IncidentStore, make_report: MakeReport
+) -> None:
+    """The key is the workload the report resolved, whatever the asker typed."""
+    sts = ("StatefulSet", "resnet-train")
+    by_pod = store.record(
+        make_report(name="resnet-train-0", pod="resnet-train-0", workload=sts),
+        requested_by="U1", duration_ms=1,
+    )  # fmt: skip
+    by_owner = store.record(
+        make_report(name="sts/resnet-train", kind="StatefulSet", workload=sts),
+        requested_by="U2", duration_ms=1,
+    )  # fmt: skip
+    by_sweep = store.record(
+        make_report(name="resnet-train", kind="StatefulSet", workload=sts),
+        requested_by=None, duration_ms=1, source="cli",
+    )  # fmt: skip
+    assert by_pod.created and not by_owner.created and not by_sweep.created
+    incident = by_sweep.incident
+    assert incident is not None and incident.run_count == 3
+    assert (incident.kind, incident.name, incident.pod) == (
+        "StatefulSet",
+        "resnet-train",
+        "resnet-train-0",
+    )
+    assert [i.id for i in store.list()] == [incident.id]
+
+
+def test_an_incident_keyed_by_its_pod_before_0006_moves_to_its_workload(
+    store: IncidentStore, make_report: MakeReport
+) -> None:
+    old = store.record(make_report(name="train-0"), requested_by="U1", duration_ms=1).incident
+    run = store.record(
+        make_report(name="train-0", workload=("Job", "train")), requested_by="U1", duration_ms=1
+    )
+    assert old is not None and run.incident is not None and run.incident.id == old.id
+    assert (run.incident.kind, run.incident.name) == ("Job", "train")
+
+
+def test_snooze_acknowledges_until_then_and_the_cause_after_it_opens_it_again(
+    store: IncidentStore, make_report: MakeReport, clock: FakeClock
+) -> None:
+    inc = store.record(make_report(), requested_by="U1", duration_ms=1).incident
+    assert inc is not None
+    snoozed = store.snooze(inc.id, until=timedelta(hours=4), by="U9")
+    assert snoozed.status is IncidentStatus.ACKNOWLEDGED and snoozed.acknowledged_by == "U9"
+    assert snoozed.snoozed_by == "U9" and snoozed.snoozed_until == clock.now + timedelta(hours=4)
+    clock.advance(hours=1)
+    during = store.record(make_report(), requested_by="U1", duration_ms=1).incident
+    assert during is not None and during.status is IncidentStatus.ACKNOWLEDGED
+    clock.advance(hours=4)
+    after = store.record(make_report(), requested_by="U1", duration_ms=1).incident
+    assert after is not None and after.id == inc.id
+    assert after.status is IncidentStatus.OPEN and after.snoozed_until is None
+
+
+def test_snoozing_a_resolved_incident_or_into_the_past_is_refused(
+    store: IncidentStore, make_report: MakeReport, clock: FakeClock
+) -> None:
+    inc = store.record(make_report(), requested_by="U1", duration_ms=1).incident
+    assert inc is not None
+    with pytest.raises(InvalidTransitionError, match="has passed"):
+        store.snooze(inc.id, until=clock.now - timedelta(minutes=1), by="U9")
+    store.set_status(inc.id, IncidentStatus.RESOLVED, by="U9")
+    with pytest.raises(InvalidTransitionError, match="resolved"):
+        store.snooze(inc.id, until=timedelta(hours=1), by="U9")
+
+
+def test_stats_give_time_to_acknowledge_and_to_resolve_by_layer(
+    store: IncidentStore, make_report: MakeReport, clock: FakeClock
+) -> None:
+    inc = store.record(make_report(Layer.DRIVER), requested_by="U1", duration_ms=1).incident
+    assert inc is not None
+    clock.advance(minutes=10)
+    store.set_status(inc.id, IncidentStatus.ACKNOWLEDGED, by="U2")
+    clock.advance(minutes=50)
+    store.set_status(inc.id, IncidentStatus.RESOLVED, by="U2")
+    stats = store.stats()
+    assert stats.median_time_to_acknowledge_seconds_by_layer[Layer.DRIVER] == 600
+    assert stats.median_time_to_resolve_seconds_by_layer[Layer.DRIVER] == 3600
+    assert stats.median_time_to_acknowledge_seconds_by_layer[Layer.QUOTA] is None

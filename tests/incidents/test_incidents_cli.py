@@ -69,7 +69,7 @@ def test_cli_on_postgres(pg_url: str, tmp_path: Path) -> None:
         env={"DATABASE_URL": pg_url},
     )
     assert out.returncode == 0, out.stderr
-    [item] = json.loads(out.stdout)
+    [item] = json.loads(out.stdout)["items"]
     assert (item["name"], item["status"], item["run_count"]) == ("a", "acknowledged", 2)
 
 
@@ -80,18 +80,20 @@ def test_db_upgrade_from_any_cwd(tmp_path: Path) -> None:
     env = {"GPU_TRIAGE_DATA_DIR": str(data)}
     first = run("db", "upgrade", cwd=elsewhere, env=env)
     assert first.returncode == 0, first.stderr
-    assert "upgraded empty -> 0005" in first.stdout
+    assert "upgraded empty -> 0006" in first.stdout
     assert (data / "incidents.sqlite").is_file()
     again = run("db", "upgrade", cwd=elsewhere, env=env)
-    assert again.returncode == 0 and "already at 0005" in again.stdout
+    assert again.returncode == 0 and "already at 0006" in again.stdout
     listed = run("incidents", "--format", "json", cwd=elsewhere, env=env)
-    assert listed.returncode == 0 and json.loads(listed.stdout) == []
+    assert listed.returncode == 0 and json.loads(listed.stdout)["items"] == []
 
 
 def test_list_show_stats_json(seeded: str, tmp_path: Path) -> None:
     out = run("incidents", "--format", "json", "--database-url", seeded, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    items = json.loads(out.stdout)
+    doc = json.loads(out.stdout)
+    assert (doc["apiVersion"], doc["kind"]) == ("gpu-triage.io/v1", "IncidentList")
+    items = doc["items"]
     assert [(i["name"], i["status"], i["failing_layer"]) for i in items] == [
         ("b", "open", "quota"),
         ("a", "acknowledged", "driver"),
@@ -105,7 +107,7 @@ def test_list_show_stats_json(seeded: str, tmp_path: Path) -> None:
         cwd=tmp_path,
         env={"DATABASE_URL": seeded},
     )
-    assert [i["name"] for i in json.loads(filtered.stdout)] == ["a"]
+    assert [i["name"] for i in json.loads(filtered.stdout)["items"]] == ["a"]
     by_layer = run(
         "incidents",
         "--layer",
@@ -117,7 +119,7 @@ def test_list_show_stats_json(seeded: str, tmp_path: Path) -> None:
         cwd=tmp_path,
         env={"DATABASE_URL": seeded},
     )
-    assert [i["name"] for i in json.loads(by_layer.stdout)] == ["b"]
+    assert [i["name"] for i in json.loads(by_layer.stdout)["items"]] == ["b"]
 
     driver_id = items[1]["id"]
     shown = run(
@@ -186,3 +188,49 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
 
     bad = run("incidents", "--limit", "0", cwd=tmp_path)
     assert bad.returncode == 2 and "must be at least 1" in bad.stderr
+
+
+def test_the_default_database_is_the_user_s_data_folder_whatever_the_directory(
+    tmp_path: Path,
+) -> None:
+    """No DATABASE_URL, no GPU_TRIAGE_DATA_DIR: $XDG_DATA_HOME/gpu-triage, from any folder."""
+    xdg, one, two = tmp_path / "xdg", tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    env = {"XDG_DATA_HOME": str(xdg), "GPU_TRIAGE_DATA_DIR": ""}
+    assert run("db", "upgrade", cwd=one, env=env).returncode == 0
+    assert (xdg / "gpu-triage" / "incidents.sqlite").is_file()
+    assert not list(one.iterdir()) and not list(two.iterdir())
+    again = run("db", "upgrade", cwd=two, env=env)
+    assert "already at 0006" in again.stdout
+    home = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": "", "GPU_TRIAGE_DATA_DIR": ""}
+    assert run("db", "upgrade", cwd=one, env=home).returncode == 0
+    assert (tmp_path / "home/.local/share/gpu-triage/incidents.sqlite").is_file()
+
+
+def test_ack_snooze_resolve_from_the_cli(seeded: str, tmp_path: Path) -> None:
+    items = json.loads(
+        run("incidents", "-o", "json", "--database-url", seeded, cwd=tmp_path).stdout
+    )["items"]
+    open_id = next(i["id"] for i in items if i["status"] == "open")
+    acked = run("ack", str(open_id), "--as", "bob", "--database-url", seeded, cwd=tmp_path)
+    assert acked.returncode == 0, acked.stderr
+    assert (
+        acked.stdout.startswith(f"incident {open_id} (")
+        and "acknowledged by bob at " in acked.stdout
+    )
+    snoozed = run("snooze", str(open_id), "--until", "2h", "--as", "bob", "-o", "json",
+                  "--database-url", seeded, cwd=tmp_path)  # fmt: skip
+    doc = json.loads(snoozed.stdout)
+    assert doc["kind"] == "IncidentDetail" and doc["incident"]["snoozed_by"] == "bob"
+    assert doc["incident"]["snoozed_until"] and doc["runs"]
+    listed = run("incidents", "--database-url", seeded, cwd=tmp_path).stdout
+    assert any(line.split()[:2] == [str(open_id), "snoozed"] for line in listed.splitlines())
+    bad = run("snooze", str(open_id), "--until", "soon", "--database-url", seeded, cwd=tmp_path)
+    assert bad.returncode == 2 and "not a duration" in bad.stderr
+    done = run("resolve", str(open_id), "--as", "carol", "--database-url", seeded, cwd=tmp_path)
+    assert "resolved by carol" in done.stdout
+    late = run("snooze", str(open_id), "--until", "1h", "--database-url", seeded, cwd=tmp_path)
+    assert late.returncode == 2 and late.stderr.count("\n") == 1 and "resolved" in late.stderr
+    stats = run("stats", "--database-url", seeded, cwd=tmp_path).stdout
+    assert "MEDIAN TO ACK" in stats and "Median time to acknowledge:" in stats

@@ -41,13 +41,16 @@ def test_passing_node_exits_0_with_a_table(snap: str) -> None:
     r = run("verify-node", "gpu-ok", "--snapshot", snap)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[1].split()[:2] == ["gpu-ok", "pass"]
-    assert "[pass] gpu-resources" in r.stdout
+    assert len(r.stdout.splitlines()) == 2  # a passing node is its line; its checks: -o wide
+    wide = run("verify-node", "gpu-ok", "--snapshot", snap, "-o", "wide")
+    assert "[pass] gpu-resources" in wide.stdout
 
 
 def test_failing_node_exits_1_and_json_carries_checks_and_owner(snap: str) -> None:
     r = run("verify-node", "gpu-bad", "--snapshot", snap, "--format", "json")
     assert r.returncode == 1, r.stderr
-    (data,) = json.loads(r.stdout)
+    data = json.loads(r.stdout)
+    assert data["kind"] == "NodeVerification"
     assert data["passed"] is False and data["failing_layer"] == "device-plugin"
     assert data["owner"]["team"] == "k8s-platform"
     check = next(c for c in data["checks"] if c["name"] == "gpu-resources")
@@ -60,7 +63,7 @@ def test_failing_node_exits_1_and_json_carries_checks_and_owner(snap: str) -> No
 def test_verify_nodes_all_gpu_nodes_and_selector(snap: str) -> None:
     r = run("verify-nodes", "--snapshot", snap, "--format", "json")
     assert r.returncode == 1
-    assert [n["node"] for n in json.loads(r.stdout)] == ["gpu-bad", "gpu-ok"]
+    assert [n["node"] for n in json.loads(r.stdout)["items"]] == ["gpu-bad", "gpu-ok"]
     r = run("verify-nodes", "--snapshot", snap, "--selector", "kubernetes.io/hostname=gpu-ok")
     assert r.returncode == 0, r.stdout + r.stderr
     r = run("verify-nodes", "--snapshot", snap, "-l", "pool=none")
@@ -72,7 +75,8 @@ def test_verify_nodes_all_gpu_nodes_and_selector(snap: str) -> None:
     [
         (("verify-node", "nope"), "node nope not found"),
         (("verify-node", "Bad_Node"), "invalid node name"),
-        (("verify-nodes", "--selector", "novalue"), "invalid selector term 'novalue'"),
+        (("verify-nodes", "--selector", "a in (b"), "invalid selector 'a in (b': unbalanced '('"),
+        (("verify-nodes", "-l", "k=v=w"), "'v=w' is not a label value"),
         (("verify-node", "gpu-ok", "--test-pod"), "--test-pod creates a pod: pass --allow-writes"),
         (
             ("verify-node", "gpu-ok", "--test-pod", "--allow-writes"),

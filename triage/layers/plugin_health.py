@@ -143,8 +143,8 @@ def sharing_note(node: Obj) -> str | None:
     lab = labels(node)
     replicas = lab.get(REPLICAS)
     strategy = lab.get(SHARING)
-    if not replicas or (replicas in ("0", "1") and not strategy):
-        return None
+    if not replicas or strategy == "none" or (replicas in ("0", "1") and not strategy):
+        return None  # GPU feature discovery writes sharing-strategy=none on unshared GPUs
     count = lab.get(COUNT, "?")
     return (
         f"node {name_of(node)} shares its {count} GPU(s) by {strategy or 'time-slicing'} "

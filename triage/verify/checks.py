@@ -56,6 +56,11 @@ class NodeVerification(Frozen):
     failing_layer: Layer | None = None
     owner: OwnerRoute | None = None
     checks: list[Check]
+    reason: str | None = Field(
+        default=None,
+        description="the node's fault as a signal code, as why-pending names it for this node "
+        "(None when only a check without one failed)",
+    )
 
     def check(self, name: str) -> Check:
         return next(c for c in self.checks if c.name == name)

@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from triage.cluster.objects import Obj, labels, name_of
+from triage.cluster.selectors import label_selector_matches
 from triage.cluster.source import ClusterSource, NotFoundError
 from triage.config import EngineConfig
+from triage.layers.node import assess_node
+from triage.layers.node_fault import NodeFault, node_fault
 from triage.layers.stacks.state import is_gpu_node
 from triage.model import Layer
 from triage.names import validate_name
@@ -41,7 +44,16 @@ __all__ = [
 
 
 def verify_loaded(node: Obj, cluster: Cluster) -> NodeVerification:
-    """Run the template on a node object already read (used for one node and for many)."""
+    """Run the template on a node object already read (used for one node and for many). A
+    node that carries no accelerator is said to be one, not failed on every GPU check."""
+    if not is_gpu_node(node):
+        return conclude(
+            node=node,
+            checks=[_not_a_gpu_node(node)],
+            cluster=cluster.source.cluster_name,
+            strategy="-",
+            playbook=cluster.playbook,
+        )
     checks = node_checks(node, cluster)
     return conclude(
         node=node,
@@ -49,27 +61,61 @@ def verify_loaded(node: Obj, cluster: Cluster) -> NodeVerification:
         cluster=cluster.source.cluster_name,
         strategy=driver_strategy(node, cluster.view),
         playbook=cluster.playbook,
+        fault=_fault(node_fault(assess_node(node, cluster.view))),
     )
 
 
+def _not_a_gpu_node(node: Obj) -> Check:
+    return Check(
+        name="gpu-node",
+        status=CheckStatus.FAIL,
+        summary=f"{name_of(node)} is not a GPU node: no accelerator in its capacity or labels "
+        "(no nvidia.com/gpu, amd.com/gpu, … and no nvidia.com/gpu.present): nothing to verify",
+    )
+
+
+def _fault(fault: NodeFault | None) -> tuple[Layer, str] | None:
+    return None if fault is None else (fault.layer, fault.verdict.code)
+
+
 def conclude(
-    *, node: Obj, checks: list[Check], cluster: str, strategy: str, playbook: Playbook
+    *,
+    node: Obj,
+    checks: list[Check],
+    cluster: str,
+    strategy: str,
+    playbook: Playbook,
+    fault: tuple[Layer, str] | None = None,
 ) -> NodeVerification:
-    """Pass/fail and owner route from the checks: the first failing check (lowest layer) routes."""
+    """Pass/fail from the checks. The layer and owner are the node's fault as every command
+    names it (`node_fault`: what `why-pending` says of this node), routed as the engine routes
+    it (the node's pool, the fault's signal); only a node with no such fault is routed by
+    its first failing check (lowest layer): a missing RuntimeClass, a failed test pod."""
     failed = sorted(
         (c for c in checks if c.status == CheckStatus.FAIL and c.layer is not None),
         key=lambda c: c.layer.rank if c.layer else 99,
     )
-    layer = failed[0].layer if failed else None
-    owner = playbook.route(layer, node_labels=[labels(node)]) if layer is not None else None
+    passed = not any(c.status == CheckStatus.FAIL for c in checks)
+    codes: list[str] = []
+    if fault is not None and not passed:
+        layer: Layer | None = fault[0]
+        codes = [fault[1]] if fault[1] else []
+    else:
+        layer = failed[0].layer if failed else None
+    owner = (
+        playbook.route(layer, node_labels=[labels(node)], codes=codes)
+        if layer is not None
+        else None
+    )
     return NodeVerification(
         node=name_of(node),
         cluster=cluster,
-        passed=not any(c.status == CheckStatus.FAIL for c in checks),
+        passed=passed,
         driver_strategy=strategy,
         failing_layer=layer,
         owner=owner,
         checks=checks,
+        reason=codes[0] if codes else None,
     )
 
 
@@ -83,6 +129,9 @@ def with_check(
         cluster=result.cluster,
         strategy=result.driver_strategy,
         playbook=playbook,
+        fault=(result.failing_layer, result.reason)
+        if result.failing_layer is not None and result.reason
+        else None,
     )
 
 
@@ -102,7 +151,10 @@ def verify_node(
     return verify_loaded(node, cluster)
 
 
-def matches(node: Obj, selector: Mapping[str, str]) -> bool:
+def matches(node: Obj, selector: Mapping[str, str] | Obj) -> bool:
+    """`selector` is a LabelSelector (`triage.label_query`), or labels to equal."""
+    if "matchLabels" in selector or "matchExpressions" in selector or not selector:
+        return label_selector_matches(dict(selector), labels(node))
     lab = labels(node)
     return all(lab.get(k) == v for k, v in selector.items())
 
@@ -110,11 +162,12 @@ def matches(node: Obj, selector: Mapping[str, str]) -> bool:
 def verify_nodes(
     source: ClusterSource,
     *,
-    selector: Mapping[str, str] | None = None,
+    selector: Mapping[str, str] | Obj | None = None,
     config: EngineConfig | None = None,
     playbook: Playbook | None = None,
 ) -> list[NodeVerification]:
-    """Verify every node matching `selector` (equality on labels); default: every GPU node."""
+    """Verify every node matching `selector` (a LabelSelector, or labels to equal); default:
+    every GPU node."""
     nodes = source.objects("Node")
     chosen = (
         [n for n in nodes if matches(n, selector)]

@@ -99,6 +99,13 @@ def preflight(
         problems.append(
             f"RuntimeClass {op.runtime_class} does not exist although the operator is installed"
         )
+    state = op.cluster_policy_state
+    if op.installed and state is not None and state.lower() != "ready":
+        # A failing state is never shown beside an OK: the operator says its operands fail.
+        problems.append(
+            f"ClusterPolicy state is {state}: some GPU Operator operands are not ready "
+            "(gpu-triage verify-nodes names the nodes and components)"
+        )
     for ns in _leftover_namespaces(source, op):
         warnings.append(
             f"namespace {ns} exists but no GPU Operator pods or ClusterPolicy were found"

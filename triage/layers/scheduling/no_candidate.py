@@ -5,10 +5,12 @@ passes it), the nearest miss, and the headline that names it."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from triage.cluster.objects import Obj, labels
 from triage.cluster.quantities import fmt_amount, gpu_requests, is_extended
+from triage.layers.node import NodeHealth
 from triage.layers.scheduling import dra
 from triage.layers.scheduling.filters import resources_fit
 from triage.layers.scheduling.placement import Evaluation, Placement
@@ -47,6 +49,7 @@ def no_candidate_signal(
     code = exclusion_code(top) if nodes.total else NO_NODES
     parts = [f"{n} {cat}" for cat, n in counts.most_common()]
     evidence = [f"0/{nodes.total} nodes can take the pod: " + ", ".join(parts)] if parts else []
+    more: dict[str, Callable[[], list[str]]] = {}  # the nodes counted, for a complete report
     pools = sorted(
         nodes.excluded.items(),
         key=lambda kv: (kv[0][0] not in fitting, kv[0][0] != top, kv[0][1] != bool(gpu)),
@@ -58,7 +61,9 @@ def no_candidate_signal(
         examples = pool[:1] if fitting and category not in fitting else pool[:3]
         evidence.extend(placement.exclusion_text(category, n, h) for n, h in examples)
         if len(pool) > len(examples):
-            evidence.append(f"… {len(pool) - len(examples)} more node(s): {category}")
+            counted = f"… {len(pool) - len(examples)} more node(s): {category}"
+            evidence.append(counted)
+            more[counted] = partial(_listed, placement, category, pool[len(examples) :])
     missing = _unmatched_labels(pod, nodes)
     absent = _not_offered(placement, nodes, fitting) if code == NOT_OFFERED else []
     summary = no_candidate_summary(
@@ -73,8 +78,14 @@ def no_candidate_signal(
     return Signal(
         Layer.SCHEDULING, code, summary, evidence=evidence,
         objects=[f"label {m}" for m in missing] or _constraint(code, pod),
-        values={"resource": absent[0]} if absent else {},
+        values={"resource": absent[0]} if absent else {}, more=more,
     )  # fmt: skip
+
+
+def _listed(
+    placement: Placement, category: str, pool: Sequence[tuple[Obj, NodeHealth]]
+) -> list[str]:
+    return [placement.exclusion_text(category, n, h) for n, h in pool]
 
 
 NO_NODES = "scheduling.no-nodes"

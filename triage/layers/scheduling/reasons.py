@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -17,6 +18,7 @@ from functools import partial
 from triage.cluster.events import Event
 from triage.cluster.objects import Obj
 from triage.cluster.quantities import asks, fmt_amount, is_extended
+from triage.layers.node_fault import node_fault
 from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscaler_signals
 from triage.layers.scheduling.blocks import NodeFit
 from triage.layers.scheduling.filters.resources_fit import INSUFFICIENT
@@ -59,7 +61,18 @@ _NODE_SUMMARY = {
 _SUMMARY = {**_NODE_SUMMARY, **SUMMARIES}
 AFTER_FIT = AFTER_FIT_CODES
 
-SHOWN = 10  # nodes described per reason; the rest are counted
+SHOWN = 10  # nodes described per reason; the rest are counted (listed in a complete report)
+
+
+def _rest_of(group: list[NodeFit]) -> Callable[[], list[str]]:
+    """The nodes past the first SHOWN described, when a complete report asks for them."""
+    return lambda: [f.describe()[0] for f in group[SHOWN:]]
+
+
+def _rest(nodes: Evaluation, shown: list[NodeFit], n: int) -> Callable[[], list[str]]:
+    """The same for the nodes short of room: only the first SHOWN fits were made."""
+    return lambda: [f.describe()[0] for f in nodes.short_fits(n)[len(shown) :]]
+
 
 # Within one layer, the more specific explanation leads the finding.
 _FIRST = (
@@ -252,6 +265,7 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
         for code, g in by_code.items()
         if g[0].layer is not None
     ]
+    shown: list[NodeFit] = []
     if blocked_now and nodes.short:
         shown = nodes.short_fits(SHOWN)
         names = list(nodes.short_names())
@@ -270,8 +284,11 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
             summary += f" (but {len(usable)} other node(s) can take it)"
         described = [f.describe() for f in group[:SHOWN]]
         evidence = [*scattered[1:], *(text for text, _ in described)]
+        more = {}
         if n > SHOWN:
-            evidence.append(f"… and {n - SHOWN} more node(s) with the same reason")
+            counted = f"… and {n - SHOWN} more node(s) with the same reason"
+            evidence.append(counted)
+            more[counted] = _rest(nodes, group, n) if group is shown else _rest_of(group)
         if layer == Layer.DRIVER and any(f.gfd_labels_missing for f in group):
             evidence.append(
                 "GPU feature labels are missing on these nodes because the driver is down"
@@ -287,6 +304,7 @@ def _blocked_signals(nodes: Evaluation, *, blocked_now: bool) -> list[Signal]:
                 nodes=names,
                 pod=next((f.pod for f in group if f.pod), ""),
                 values=values,
+                more=more,
             )
         )
 
@@ -365,8 +383,10 @@ def _side_signals(nodes: Evaluation, placement: Placement) -> list[Signal]:
     interest to a pod that needs no GPU at all)."""
     signals: list[Signal] = []
     for category, h in nodes.side if placement.gpu else ():
-        verdict = h.driver if not h.driver.ok else h.plugin
-        layer = Layer.DRIVER if not h.driver.ok else Layer.DEVICE_PLUGIN
+        fault = node_fault(h)  # the layer verify-node and the fleet view name for it too
+        if fault is None:
+            continue
+        layer, verdict = fault.layer, fault.verdict
         signals.append(
             Signal(
                 layer,
