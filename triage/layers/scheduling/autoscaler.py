@@ -13,7 +13,7 @@ limits for nodepool: …"). The scheduler sets `status.nominatedNodeName` while 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -219,20 +219,25 @@ class CaStatus:
     def age(self, now: datetime) -> timedelta:
         return now - self._at if self._at else timedelta(0)
 
-    def named(self, which: str) -> list[str]:
-        """The node groups at their maximum ("max") or in backoff ("backoff"), each as
-        "name (target/max)" or "name (errorCode)"."""
-        out = []
+    def _groups(self) -> Iterator[tuple[str, dict[str, Any], dict[str, Any], bool]]:
+        """Each node group of the status: its name, health, scale-up state and whether its
+        cloud provider's target reached its maximum size."""
         groups = self.doc.get("nodeGroups")
         for g in groups if isinstance(groups, list) else []:
             if not isinstance(g, dict):
                 continue
             health, up = _mapping(g.get("health")), _mapping(g.get("scaleUp"))
             target, top = health.get("cloudProviderTarget"), health.get("maxSize")
-            name = str(g.get("name", "?")).rsplit("/", 1)[-1]
             at_max = isinstance(target, int) and isinstance(top, int) and target >= top
+            yield str(g.get("name", "?")).rsplit("/", 1)[-1], health, up, at_max
+
+    def named(self, which: str) -> list[str]:
+        """The node groups at their maximum ("max") or in backoff ("backoff"), each as
+        "name (target/max)" or "name (errorCode)"."""
+        out = []
+        for name, health, up, at_max in self._groups():
             if which == "max" and at_max:
-                out.append(f"{name} ({target}/{top} nodes)")
+                out.append(f"{name} ({health['cloudProviderTarget']}/{health['maxSize']} nodes)")
             elif which == "backoff" and up.get("status") == "Backoff":
                 info = _mapping(up.get("backoffInfo"))
                 out.append(f"{name} ({info.get('errorCode', 'backoff')})")
@@ -241,15 +246,10 @@ class CaStatus:
     def groups(self, limit: int = 5) -> list[str]:
         """Node groups at their maximum, in backoff or unhealthy, one line each."""
         out = []
-        groups = self.doc.get("nodeGroups")
-        for g in groups if isinstance(groups, list) else []:
-            if not isinstance(g, dict):
-                continue
-            health, up = _mapping(g.get("health")), _mapping(g.get("scaleUp"))
-            target, top = health.get("cloudProviderTarget"), health.get("maxSize")
-            name = str(g.get("name", "?")).rsplit("/", 1)[-1]
+        for name, health, up, at_max in self._groups():
             notes = []
-            if isinstance(target, int) and isinstance(top, int) and target >= top:
+            if at_max:
+                target, top = health["cloudProviderTarget"], health["maxSize"]
                 notes.append(f"at its maximum ({target}/{top} nodes)")
             if up.get("status") == "Backoff":
                 info = _mapping(up.get("backoffInfo"))
