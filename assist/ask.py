@@ -184,6 +184,14 @@ def answer_intent(
     if kind == "verify-node":
         assert intent.name is not None
         return _check(checks.verify_node(VerifyNodeArgs(node=intent.name)), kind, _verify_text)
+    if kind == "pending":
+        scope = f" -n {intent.namespace}" if intent.namespace else ""
+        return Answer(
+            f"Run `{prefix}pending{scope}`: every stuck workload you may see, grouped by root "
+            "cause.",
+            "faq",
+            intent=kind,
+        )
     if kind == "quota":
         assert intent.namespace is not None
         return _check(

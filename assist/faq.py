@@ -18,7 +18,7 @@ from triage import InvalidNameError, validate_name, validate_namespace
 @dataclass(frozen=True)
 class Intent:
     kind: str  # faq-no-gpu | faq-pending | faq-operator-fit | faq-operator-vs-scheduling |
-    # why-pending | verify-node | quota | capacity | unknown
+    # why-pending | verify-node | pending | quota | capacity | unknown
     name: str | None = None
     namespace: str | None = None
     product: str | None = None
@@ -70,7 +70,8 @@ def cannot_answer(*, prefix: str) -> str:
     return (
         "I cannot answer that without a language model configured. I can answer:\n"
         "• why is pod <pod> pending in namespace <namespace>\n"
-        "• verify node <node> (operators)\n"
+        "• is node <node> ok / verify node <node> (operators)\n"
+        "• what is stuck / what's pending in <namespace>\n"
         "• GPU quota in namespace <namespace>\n"
         "• how many free GPUs [of product <product>]\n"
         "• the FAQ: node has no GPU resource after the operator install; is a Pending GPU pod "
@@ -96,6 +97,18 @@ _RELATION = ("relation", "vs", "versus", "difference", "differ", "compare", "关
              "and compute", "between")  # fmt: skip
 _WHY = ("why", "为什么", "what blocks", "what's blocking", "explain")
 _NAME = r"([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)"
+_HEALTHY = (" ok", "okay", "healthy", "fine", "working", "broken", "good", "正常", "健康")
+_FLEET = re.compile(
+    r"\b(?:what|which|anything|any|show|list)\b(?:'s|\s+(?:is|are|jobs?|pods?|workloads?|"
+    r"gpu\s+pods?|gpu\s+jobs?))?\s+(?:is\s+|are\s+)?(?:stuck|pending)\b"
+)
+
+
+def _asks_fleet(q: str) -> bool:
+    """ "what is stuck", "what's pending in team-a", "which pods are pending", "list pending"."""
+    return bool(_FLEET.search(q)) or (
+        _has(q, "哪些", "什么") and _has(q, "卡住", "挂起", "pending")
+    )
 
 
 _STOP = frozenset({"is", "in", "the", "a", "an", "my", "of", "on", "that", "which", "this", "it",
@@ -163,8 +176,10 @@ def match(question: str) -> Intent:
     if asks_why or (pod and _has(q, *_PENDING, "not running", "blocked")):
         return Intent("why-pending", name=pod, namespace=ns)
     node = _valid(_after(q, ("node", "节点")))
-    if node and _has(q, "verify", "check", "validate", "验证", "检查"):
+    if node and _has(q, "verify", "check", "validate", "验证", "检查", *_HEALTHY):
         return Intent("verify-node", name=node)
+    if _asks_fleet(q):  # "what is stuck", "what's pending in team-a": the fleet view
+        return Intent("pending", namespace=ns)
     if _has(q, "quota", "配额") and ns:
         return Intent("quota", namespace=ns)
     if _has(q, "how many", "free", "available", "capacity", "空闲", "多少", "容量") and _has(
