@@ -27,6 +27,7 @@ class Questions:
     def ask(self, asker: Asker, cmd: Ask, *, then: Callable[[], None]) -> None:
         """Answer `cmd`; `then` once answered (a pod question: once its shared triage was)."""
         from assist.faq import faq_answer, match
+        from assist.language import language
 
         answered_later = False
         try:
@@ -44,7 +45,9 @@ class Questions:
             elif intent is not None and intent.kind == "pending":
                 self.fleet.pending(asker, Pending(namespace=intent.namespace))
             elif intent is not None and intent.kind.startswith("faq-"):
-                faq = faq_answer(intent.kind, prefix=words.command_prefix())
+                faq = faq_answer(
+                    intent.kind, prefix=words.command_prefix(), language=language(cmd.question)
+                )
                 self.ctx.say(asker, words.ask_answer(faq, trusted=True))
             elif assistant is None:
                 self.ctx.say(asker, words.ask_unavailable())
