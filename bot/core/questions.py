@@ -48,7 +48,7 @@ class Questions:
                 faq = faq_answer(
                     intent.kind, prefix=words.command_prefix(), language=language(cmd.question)
                 )
-                self.ctx.say(asker, words.ask_answer(faq, trusted=True))
+                self.ctx.answer(asker, words.ask_answer(faq, trusted=True))
             elif assistant is None:
                 self.ctx.say(asker, words.ask_unavailable())
             else:
