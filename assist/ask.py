@@ -23,6 +23,7 @@ from assist.checks import (
 )
 from assist.faq import Intent, cannot_answer, faq_answer, match
 from assist.guard import layer_agrees
+from assist.language import language
 from assist.loop import verdicts_text
 from triage import TriageReport
 from triage.model import Answer as ReportAnswer
@@ -128,6 +129,7 @@ class Assistant:
             checks=Checks(caller=asked.caller, backend=self.backend, cluster=asked.cluster),
             default_namespace=asked.default_namespace,
             prefix=asked.prefix,
+            language=language(question),
         )
 
     def _overruled(self, why: str, *, checks: Checks, question: str, asked: _Asked) -> Answer:
@@ -161,12 +163,18 @@ class Assistant:
 
 
 def answer_intent(
-    intent: Intent, *, checks: Checks, default_namespace: str | None, prefix: str
+    intent: Intent,
+    *,
+    checks: Checks,
+    default_namespace: str | None,
+    prefix: str,
+    language: str = "en",
 ) -> Answer:
-    """Run what a matched intent asks for (the no-model path)."""
+    """Run what a matched intent asks for (the no-model path); an FAQ answer in `language`
+    when the FAQ has it."""
     kind = intent.kind
     if kind.startswith("faq-"):
-        return Answer(faq_answer(kind, prefix=prefix), "faq", intent=kind)
+        return Answer(faq_answer(kind, prefix=prefix, language=language), "faq", intent=kind)
     if kind == "why-pending":
         namespace = intent.namespace or default_namespace
         if intent.name is None or namespace is None:
@@ -184,6 +192,14 @@ def answer_intent(
     if kind == "verify-node":
         assert intent.name is not None
         return _check(checks.verify_node(VerifyNodeArgs(node=intent.name)), kind, _verify_text)
+    if kind == "pending":
+        scope = f" -n {intent.namespace}" if intent.namespace else ""
+        return Answer(
+            f"Run `{prefix}pending{scope}`: every stuck workload you may see, grouped by root "
+            "cause.",
+            "faq",
+            intent=kind,
+        )
     if kind == "quota":
         assert intent.namespace is not None
         return _check(

@@ -32,6 +32,26 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=ask)
 
 
+def _as_command(args: argparse.Namespace) -> int | None:
+    """A node question or a "what is stuck" question, answered as `verify-node` or `pending`
+    answers it (same output, same exit code); None for any other question."""
+    from assist.faq import match
+
+    intent = match(" ".join(args.question))
+    if intent.kind == "verify-node" and intent.name is not None:
+        from gpu_triage.cmd_verify import verify_node_cmd
+
+        return verify_node_cmd(argparse.Namespace(**{**vars(args), "node": intent.name,
+                                                     "test_pod": False}))  # fmt: skip
+    if intent.kind == "pending":
+        from gpu_triage.cmd_pending import pending
+
+        namespace = intent.namespace or args.namespace
+        return pending(argparse.Namespace(**{**vars(args), "record": False, "exit_code": False,
+            "namespace": [namespace] if namespace else None, "all_namespaces": False}))  # fmt: skip
+    return None
+
+
 def ask(args: argparse.Namespace) -> int:
     from assist.ask import Assistant
     from assist.checks import LocalOperator
@@ -45,6 +65,10 @@ def ask(args: argparse.Namespace) -> int:
         model = model_from_env(settings.llm)
     except ProviderError as e:
         raise UserError(str(e)) from None
+    if model is None:
+        routed = _as_command(args)
+        if routed is not None:
+            return routed
     opened: list[ClusterSource] = []
 
     def source(cluster: str | None) -> ClusterSource:

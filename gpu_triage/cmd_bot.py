@@ -181,7 +181,7 @@ def _policy(settings: Settings) -> AccessPolicy:
     try:
         policy = load_policy(settings.access_policy)
     except PolicyError as e:
-        raise UserError(str(e)) from None
+        raise UserError(f"{e} (GPU_TRIAGE_ACCESS_POLICY)") from None
     if policy.empty:
         log.warning("%s", NO_POLICY_NOTICE)
     return policy

@@ -57,7 +57,10 @@ class Asker:
     """Who asked, where, and how they can be answered.
 
     `private` answers them alone (None: they can be answered only where they asked);
-    `thread` is set when they asked inside a thread (a mention): answers go there."""
+    `thread` is set when they asked inside a thread (a mention): answers go there. `place`
+    is where their channel wants answers (the access policy's `defaults.answers`):
+    "ephemeral" (the asker alone), "channel" (a message of its own), "thread"; None: as
+    always (privately for a command, in the thread for a mention)."""
 
     user: str
     channel: str | None
@@ -69,11 +72,24 @@ class Asker:
     # The "not recorded" note every reply to this command carries, if its record failed
     # (asked after `may_reply`; the adapter adds it to each reply).
     note: Callable[[], str | None] = lambda: None
+    place: str | None = None
 
     @property
     def answered_privately(self) -> bool:
-        """Replies to this asker go to them alone (they did not ask inside a thread)."""
-        return self.private is not None and self.thread is None
+        """Replies to this asker go to them alone (they did not ask inside a thread, or their
+        channel wants every answer seen by the asker alone)."""
+        return self.place == "ephemeral" or (self.private is not None and self.thread is None)
+
+    @property
+    def answers_in_channel(self) -> bool:
+        """Their channel wants answers posted where everyone in it reads them."""
+        return self.place in ("channel", "thread") and self.channel is not None
+
+    @property
+    def reply_thread(self) -> str | None:
+        """The thread a public answer goes in: none when the channel wants answers as
+        messages of their own."""
+        return None if self.place == "channel" else self.thread
 
 
 @dataclass(frozen=True)

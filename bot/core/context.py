@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from bot.core.chat import Asker, Chat
+from bot.core.chat import Asker, Chat, Message, Place
 from bot.core.policy import AccessPolicy, UsergroupCache, Viewer
 from bot.core.ports import IncidentStoreLike, TriageServiceLike
 from bot.core.wording import Render, Words
@@ -48,6 +48,15 @@ class Context:
     def say(self, asker: Asker, text: str) -> None:
         """A short answer (already worded), where `asker` is answered."""
         self.chat.say(asker, text)
+
+    def answer(self, asker: Asker, text: str) -> None:
+        """An answer anyone may read (an FAQ answer): in the channel when it wants answers
+        there, else where `asker` is answered."""
+        if asker.answers_in_channel and self.in_channel(asker):
+            assert asker.channel is not None
+            self.chat.post(Message(text), to=Place(asker.channel, asker.reply_thread), asker=asker)
+        else:
+            self.chat.say(asker, text)
 
     def viewer(self, asker: Asker, cluster: str | None = None) -> Viewer:
         """What `asker` may see in `cluster` (a resolved name; None: the grants that hold in

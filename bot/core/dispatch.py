@@ -107,8 +107,9 @@ class Dispatcher:
     ) -> Asker:
         """Who asked; for a command that is a job, every reply passes its relay gate (one
         replica answers) and carries its "not recorded" note."""
+        place = self.ctx.policy.answer_place(channel)
         if key is None:
-            return Asker(user=user, channel=channel, private=private, thread=thread)
+            return Asker(user=user, channel=channel, private=private, thread=thread, place=place)
 
         def note() -> str | None:
             fault = self.relay.fault(key)
@@ -121,6 +122,7 @@ class Dispatcher:
             thread=thread,
             may_reply=self.relay.gate(key),
             note=note,
+            place=place,
         )
 
     # -- ways in -----------------------------------------------------------------------------

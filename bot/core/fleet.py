@@ -22,7 +22,8 @@ class FleetView:
         self.ctx = ctx
 
     def pending(self, asker: Asker, cmd: Pending) -> None:
-        """Every stuck workload the asker may see, grouped by root cause, privately."""
+        """Every stuck workload the asker may see, grouped by root cause, privately (or where
+        the asker's channel wants answers)."""
         cluster = self.ctx.cluster_for(asker, cmd.cluster)
         if cluster is None:
             return
@@ -42,10 +43,13 @@ class FleetView:
             self.ctx.say(asker, self.ctx.failure(e, detail=viewer.operator))
             return
         mine = result.only(viewer.may_see)
-        if asker.answered_privately or not self.ctx.in_channel(asker):
+        if (asker.answered_privately and not asker.answers_in_channel) or not self.ctx.in_channel(
+            asker
+        ):
             self.ctx.chat.ephemeral(asker, self.ctx.render.pending(mine, scope=scope))
             return
-        # A mention in a channel answers there, for everyone in it: only what the channel's
+        # A mention in a channel (or any question in a channel that wants its answers posted)
+        # answers there, for everyone in it: only what the channel's
         # audience may see too; whatever else the asker may see reaches them alone.
         assert asker.channel is not None
         audience = self.ctx.policy.audience(asker.channel, cluster=cluster)
@@ -53,7 +57,7 @@ class FleetView:
         shown = scope if audience.operator else "the namespaces this channel may see"
         self.ctx.chat.post(
             self.ctx.render.pending(public, scope=shown),
-            to=Place(asker.channel, asker.thread),
+            to=Place(asker.channel, asker.reply_thread),
             asker=asker,
         )
         if _members(public) != _members(mine):

@@ -28,12 +28,13 @@ class Handlers:
     @classmethod
     def build(cls, ctx: Context, *, flights: Flights) -> Handlers:
         why, nodes = WhyPendingFlow(ctx=ctx, flights=flights), Nodes(ctx=ctx)
+        fleet = FleetView(ctx=ctx)
         return cls(
             ctx=ctx,
             why=why,
             nodes=nodes,
             history=History(ctx=ctx),
-            fleet=FleetView(ctx=ctx),
-            questions=Questions(ctx=ctx, why=why, nodes=nodes),
+            fleet=fleet,
+            questions=Questions(ctx=ctx, why=why, nodes=nodes, fleet=fleet),
             buttons=Buttons(ctx=ctx, why=why),
         )

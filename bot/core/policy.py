@@ -109,13 +109,24 @@ class Tenant(Principals):
         return not self.clusters or cluster in self.clusters
 
 
+AnswerPlace = Literal["ephemeral", "channel", "thread"]
+
+
 class Defaults(_Strict):
-    """Default namespace per channel or user, and default cluster per channel (a bot that
-    serves several clusters: #gpu-prod-east asks prod-east unless told `--cluster`)."""
+    """Default namespace per channel or user, default cluster per channel (a bot that
+    serves several clusters: #gpu-prod-east asks prod-east unless told `--cluster`), and
+    where answers go per channel (`answers`; an unlisted channel: as always)."""
 
     channels: dict[str, str] = Field(default_factory=dict)
     users: dict[str, str] = Field(default_factory=dict)
     clusters: dict[str, str] = Field(default_factory=dict)
+    answers: dict[str, AnswerPlace] = Field(default_factory=dict)
+
+    @field_validator("answers")
+    @classmethod
+    def _answers(cls, v: dict[str, AnswerPlace], info: ValidationInfo) -> dict[str, AnswerPlace]:
+        _check_ids(list(v), kind="channel", info=info)
+        return v
 
     @field_validator("clusters")
     @classmethod
@@ -143,6 +154,11 @@ class AccessPolicy(_Strict):
         for t in self.tenants:
             groups.update(t.usergroups)
         return groups
+
+    def answer_place(self, channel: str | None) -> AnswerPlace | None:
+        """Where answers to questions asked in `channel` go: only the asker sees them, in the
+        channel, or in a thread; None (unlisted): where they always went."""
+        return None if channel is None else self.defaults.answers.get(channel)
 
     def cluster_for(self, channel: str | None) -> str | None:
         """The channel's default cluster, if the policy names one."""

@@ -6,7 +6,8 @@ is joined or started (`Flights`): everyone asking about one workload meanwhile s
 so twenty people asking during an incident are one triage and one incident. Each cluster is a
 lane of its own: a cluster that answers slowly holds at most its lane's share of the workers.
 The answer goes where it was asked: privately, or in the channel, in the thread of the
-workload's open incident; a caller with an answer of its own (a button) passes it.
+workload's open incident, unless the channel says where its answers go (`Asker.place`), and
+always rendered for whoever may read it there; a caller with an answer of its own (a button) passes it.
 """
 
 from __future__ import annotations
@@ -132,15 +133,22 @@ class WhyPendingFlow:
             name=cmd.name,
             incident_id=None if incident is None else str(incident.id),
         )
-        if not self.ctx.in_channel(asker) or (
-            asker.answered_privately and incident is None and not report.blocked
+        if (
+            not self.ctx.in_channel(asker)
+            or asker.place == "ephemeral"  # answered_privately, and never posted for a mention
+            or (
+                asker.answered_privately
+                and incident is None
+                and not report.blocked
+                and not asker.answers_in_channel
+            )
         ):
             self._privately(asker, outcome, ref=ref)
             return
         assert asker.channel is not None
-        thread = asker.thread
+        thread = asker.reply_thread
         known = None if incident is None else incident.thread_ref
-        if known is not None and self._here(known, asker.channel):
+        if known is not None and self._here(known, asker.channel) and asker.place != "channel":
             thread = known.thread  # the open incident's thread: keep follow-ups there
         audience = self.ctx.channel_audience(asker.channel)
         try:
@@ -171,7 +179,7 @@ class WhyPendingFlow:
     def _privately(self, asker: Asker, outcome: OutcomeLike, *, ref: ButtonRef) -> None:
         viewer = self.ctx.viewer(asker, outcome.report.cluster)
         message = self._message(outcome, audience=Audience.of(operator=viewer.operator), ref=ref)
-        if asker.private is not None:
+        if asker.private is not None or asker.place == "ephemeral":
             self.ctx.chat.ephemeral(asker, message)
         elif asker.channel:
             self.ctx.chat.post(message, to=Place(asker.channel, asker.thread), asker=asker)

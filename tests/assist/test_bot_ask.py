@@ -74,3 +74,29 @@ def test_a_model_naming_the_wrong_layer_is_overruled_in_slack_with_a_note(bot: B
     text = bot.fake.wait_posts(1)[0].args["text"]
     assert "language model's answer was discarded" in text and "scheduling layer" in text
     assert "raise it" not in text
+
+
+def test_ask_is_node_ok_answers_as_verify_node_does(bot: Bot) -> None:
+    bot.slack.command("verify-node gpu-node-1", user="UOPS")
+    command = bot.fake.wait_posts(1)[0].args["text"]
+    bot.slack.command("ask is node gpu-node-1 ok?", user="UOPS")
+    asked = bot.fake.wait_posts(2)[1].args["text"]
+    assert asked == command and "fails at layer `driver`" in asked
+    bot.slack.command("ask is node gpu-node-1 ok?", user="UTENA", channel="CTEAMA")
+    assert "Only operators" in bot.fake.wait_posts(3)[2].args["text"]
+
+
+def _response(bot: Bot, n: int) -> str:
+    bot.fake.wait(lambda: len(bot.fake.of("response")) >= n)
+    args = bot.fake.of("response")[n - 1].args
+    return json.dumps(args.get("blocks") or []) + str(args.get("text", ""))
+
+
+def test_ask_what_is_pending_answers_as_pending_does_with_policy(bot: Bot) -> None:
+    bot.slack.command("pending -n team-a", user="UTENA", channel="DTENA")
+    command = _response(bot, 1)
+    bot.slack.command("ask what's pending in team-a?", user="UTENA", channel="DTENA")
+    assert _response(bot, 2) == command and "team-a/train-x" in command
+    bot.slack.command("ask what is stuck?", user="UTENA", channel="DTENA")
+    mine = _response(bot, 3)
+    assert "your namespaces" in mine and "team-a/" in mine and "team-b" not in mine

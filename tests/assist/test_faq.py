@@ -79,3 +79,24 @@ def test_command_like_questions() -> None:
     assert quota.kind == "check" and quota.text.startswith("Namespace team-vision")
     missing = a.ask("why is pod nope-1 pending in namespace team-vision", caller=LocalOperator())
     assert missing.kind == "error" and "no pod or workload nope-1" in missing.text
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "name", "namespace"),
+    [
+        ("is node gpu-a100-01 ok?", "verify-node", "gpu-a100-01", None),
+        ("Is node gpu-a100-01 healthy", "verify-node", "gpu-a100-01", None),
+        ("check node gpu-h100-01", "verify-node", "gpu-h100-01", None),
+        ("what is stuck?", "pending", None, None),
+        ("what's pending in team-a", "pending", None, "team-a"),
+        ("which pods are stuck in namespace research?", "pending", None, "research"),
+        # a named pod is still a pod question, and the FAQ is still the FAQ
+        ("is my pod train-0 stuck in team-a?", "why-pending", "train-0", "team-a"),
+        ("Is a Pending GPU pod always an operator failure?", "faq-pending", None, None),
+    ],
+)
+def test_node_and_fleet_questions_route_to_their_commands(
+    question: str, kind: str, name: str | None, namespace: str | None
+) -> None:
+    intent = match(question)
+    assert (intent.kind, intent.name, intent.namespace) == (kind, name, namespace)
