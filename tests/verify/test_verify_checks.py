@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,14 @@ from tests.verify.vbuild import (
     operand,
     operands,
 )
-from triage import InvalidNameError, Layer, MemorySource, NotFoundError, load_playbook
+from triage import (
+    InvalidNameError,
+    Layer,
+    MemorySource,
+    NotFoundError,
+    load_playbook,
+    load_snapshot,
+)
 from triage.cluster.objects import Obj
 from triage.cluster.source import ForbiddenError
 from triage.playbooks import Playbook
@@ -259,3 +267,16 @@ def test_probe_result_is_concluded_into_the_verification() -> None:
         GPU_TAINT["effect"] == "NoSchedule"
         and operand("g1", "gfd")["metadata"]["namespace"] == OPNS
     )
+
+
+def test_a_node_the_operators_driver_daemonset_excludes_fails_its_driver_check() -> None:
+    """issue 34: an arm64 node the driver DaemonSet's affinity excludes has no driver; the
+    admission checklist says so (not "pre-installed"), and the driver check names why."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "arm64-driver-excluded.yaml"
+    v = verify_node(load_snapshot(fixture), "gpu-h100-01")
+    assert v.driver_strategy.startswith(
+        "none: the GPU Operator's DaemonSet gpu-operator/nvidia-driver-daemonset does not reach"
+    )
+    check = next(c for c in v.checks if c.name == "driver-pod")
+    assert check.status == CheckStatus.FAIL and check.layer == Layer.DRIVER
+    assert "kubernetes.io/arch=arm64" in check.evidence[0]

@@ -44,7 +44,7 @@ def taint_str(t: Obj) -> str:
     return f"{t.get('key')}{value}:{t.get('effect')}"
 
 
-def _match_expression(expr: Obj, values: dict[str, str]) -> bool:
+def match_expression(expr: Obj, values: dict[str, str]) -> bool:
     k, op, want = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
     have = values.get(k)
     if op == "In":
@@ -70,7 +70,7 @@ def label_selector_matches(selector: Obj | None, values: dict[str, str]) -> bool
         return False
     if any(values.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
         return False
-    return all(_match_expression(e, values) for e in selector.get("matchExpressions") or [])
+    return all(match_expression(e, values) for e in selector.get("matchExpressions") or [])
 
 
 def selector_str(selector: Obj | None) -> str:
@@ -94,9 +94,9 @@ def node_selector_term_matches(term: Obj, node: Obj) -> bool:
     if not exprs and not fields:
         return False  # an empty term matches nothing
     lab = labels(node)
-    if not all(_match_expression(e, lab) for e in exprs):
+    if not all(match_expression(e, lab) for e in exprs):
         return False
-    return all(_match_expression(f, {"metadata.name": name_of(node)}) for f in fields)
+    return all(match_expression(f, {"metadata.name": name_of(node)}) for f in fields)
 
 
 def required_affinity_terms(pod: Obj) -> list[Obj] | None:

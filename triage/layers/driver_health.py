@@ -8,6 +8,7 @@ from triage.cluster.objects import Obj, labels, name_of
 from triage.layers.node_verdict import (
     NodeVerdict,
     ds_values,
+    nfd_context,
     skipped_by,
     stack_text,
     state_verdict,
@@ -104,6 +105,17 @@ def _driver_missing(
             "driver.upgrade-in-progress",
             f"node {name}: {vendor.name} driver upgrade in progress ({exp.paused}); its GPUs return "
             "when the driver pod is back",
+        )
+    unreached = [(c, why) for c, why in exp.skipping if c.stack == OPERATOR]
+    if unreached and not exp.host and not exp.serving:
+        comp, why = unreached[0]
+        return NodeVerdict(
+            False,
+            "driver.not-deployed",
+            f"node {name}: no {vendor.name} driver is loaded and the GPU Operator's driver "
+            f"DaemonSet {comp.ref} does not reach the node: {why}",
+            detail=nfd_context(plan, vendor),
+            values={**ds_values(comp), "skip_reason": why},
         )
     if plan.platform == "GKE" and GKE in plan.stacks and not exp.host:
         return NodeVerdict(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.layers.stacks.components import Component
-from triage.layers.stacks.plan import Expectation
+from triage.layers.stacks.plan import Expectation, NodePlan
 from triage.layers.stacks.state import ComponentState
 from triage.vendors import NVIDIA, Vendor
 from triage.vendors.nvidia import DEPLOY, GKE, OPERATOR
@@ -52,3 +52,15 @@ def switch_values(setting: str, component: str) -> dict[str, str]:
 
 def skipped_by(exp: Expectation) -> str:
     return "; ".join(f"DaemonSet {c.ref} skips it: {why}" for c, why in exp.skipping[:3])
+
+
+def nfd_context(plan: NodePlan, vendor: Vendor = NVIDIA) -> list[str]:
+    """Why the node carries no feature-discovery labels: every node-feature-discovery worker
+    skips it (named, with why), so nothing labels its PCI devices and the operator that labels
+    GPU nodes from them never marks it (no `<vendor>gpu.*` labels, no operand targets it)."""
+    return [
+        f"DaemonSet {c.ref} (node-feature-discovery worker) skips the node too: {why}; so the "
+        f"node has no feature.node.kubernetes.io/* labels and no {vendor.feature_prefix}* "
+        "labels from them"
+        for c, why in plan.nfd_skipping[:2]
+    ]

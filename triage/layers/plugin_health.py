@@ -9,6 +9,7 @@ from triage.layers.driver_health import mig_verdict
 from triage.layers.node_verdict import (
     NodeVerdict,
     ds_values,
+    nfd_context,
     skipped_by,
     state_verdict,
     switch_values,
@@ -124,6 +125,7 @@ def _plugin_absent(name: str, exp: Expectation, plan: NodePlan, vendor: Vendor) 
             False,
             "device-plugin.not-deployed",
             f"{head}: no device plugin runs there; {skipped_by(exp)}",
+            detail=nfd_context(plan, vendor),
             values={**ds_values(comp), "skip_reason": why},
         )
     where = (

@@ -119,6 +119,10 @@ def driver_strategy(node: Obj, view: StackView) -> str:
         return f"none: switched off ({exp.disabled})"
     if exp.serving and exp.serving[0].stack != OPERATOR:
         return f"GKE-managed (DaemonSet {exp.serving[0].ref})"
+    unreached = [(c, why) for c, why in exp.skipping if c.stack == OPERATOR]
+    if unreached and not exp.serving:
+        comp, why = unreached[0]
+        return f"none: the GPU Operator's DaemonSet {comp.ref} does not reach the node ({why})"
     if OPERATOR in plan.stacks:
         return "operator-managed"
     return "pre-installed (no driver DaemonSet serves this node)"
@@ -232,6 +236,18 @@ def _operand(
                     evidence=cluster.unreadable,
                 )
             why = "; ".join(f"DaemonSet {c.ref} skips it: {w}" for c, w in exp.skipping[:2])
+            if (
+                component == "driver"
+                and not exp.serving
+                and any(c.stack == OPERATOR for c, _ in exp.skipping)
+            ):  # the operator manages drivers here but does not reach this node
+                return Check(
+                    name=check,
+                    status=CheckStatus.FAIL,
+                    summary="the GPU Operator's driver DaemonSet does not reach the node",
+                    evidence=[why],
+                    layer=layer,
+                )
             return Check(
                 name=check,
                 status=CheckStatus.SKIP,

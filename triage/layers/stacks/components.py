@@ -16,10 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage.cluster.objects import Obj, labels, meta, name_of, ns_of
-from triage.cluster.selectors import node_selector_term_matches, taint_str, tolerates
+from triage.cluster.selectors import (
+    match_expression,
+    node_selector_term_matches,
+    taint_str,
+    tolerates,
+)
 from triage.vendors import component
 from triage.vendors.nvidia import OPERATOR_OWNERS
 
+# node-feature-discovery's worker: not a GPU component, but the GPU Operator labels (and so
+# runs its operands on) only the nodes it has labelled.
+NFD, NFD_WORKER = "node-feature-discovery", "nfd-worker"
 # Taints a DaemonSet's pods tolerate without saying so (the DaemonSet controller adds them).
 _DS_TOLERATED = "node.kubernetes.io/"
 
@@ -70,44 +78,119 @@ class Component:
         if found is None:
             return None
         how = f"owned by {owners[0]}" if owners and owners[0] in OPERATOR_OWNERS else "name"
-        parsed = None
-        if tpl:
-            parsed = {
-                "nodeSelector": tpl.get("nodeSelector") or {},
-                "terms": (
-                    ((tpl.get("affinity") or {}).get("nodeAffinity") or {}).get(
-                        "requiredDuringSchedulingIgnoredDuringExecution"
-                    )
-                    or {}
-                ).get("nodeSelectorTerms"),
-                "tolerations": tpl.get("tolerations") or [],
-            }
+        parsed = _placement(tpl)
         placement = _canon(parsed) if parsed is not None else None
         return cls(found[0], found[1], ns_of(ds), name_of(ds), how, placement, parsed)
 
+    @classmethod
+    def nfd_worker(cls, ds: Obj) -> Component | None:
+        """node-feature-discovery's worker DaemonSet (its Helm chart, the GPU Operator's
+        bundled copy, the kustomize deployment): it writes the `feature.node.kubernetes.io/*`
+        labels (the PCI vendor label the GPU Operator labels its nodes by)."""
+        tpl_all = (ds.get("spec") or {}).get("template") or {}
+        tpl = tpl_all.get("spec") or {}
+        lab = {**((tpl_all.get("metadata") or {}).get("labels") or {}), **labels(ds)}
+        name = name_of(ds)
+        images = " ".join(str(c.get("image", "")) for c in tpl.get("containers") or [])
+        chart = lab.get("app.kubernetes.io/name") == "node-feature-discovery"
+        worker = lab.get("role") == "worker" or name.endswith("worker")
+        if not ((chart or "node-feature-discovery" in images or name.startswith("nfd-"))
+                and worker):  # fmt: skip
+            return None
+        parsed = _placement(tpl)
+        placement = _canon(parsed) if parsed is not None else None
+        return cls(NFD, NFD_WORKER, ns_of(ds), name, "name", placement, parsed)
+
     def skips(self, node: Obj) -> str | None:
         """Why this DaemonSet puts no pod on `node` (None: it does; also None when unknown)."""
-        p = self.parsed
-        if p is None:
+        if self.parsed is None:
             return None
-        node_labels = labels(node)
-        for k, v in p["nodeSelector"].items():
-            if node_labels.get(k) != v:
-                have = node_labels.get(k)
-                got = f"node has {k}={have}" if have is not None else "node lacks the label"
-                return f"its nodeSelector wants {k}={v} ({got})"
-        terms = p["terms"]
-        if terms and not any(node_selector_term_matches(t, node) for t in terms):
-            return "its required node affinity does not match the node's labels"
-        tolerations = p["tolerations"]
-        for taint in (node.get("spec") or {}).get("taints") or []:
-            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-                continue
-            if str(taint.get("key", "")).startswith(_DS_TOLERATED):
-                continue
-            if not tolerates(tolerations, taint):
-                return f"it does not tolerate the node's taint {taint_str(taint)}"
+        reasons = skip_reasons(self.parsed, node)
+        return ", and ".join(reasons) if reasons else None
+
+
+# Node labels that say what a node's images must be built for: a DaemonSet excluding them
+# ships no image for that CPU architecture or OS (or was told not to run there).
+_PLATFORM_KEYS = {
+    "kubernetes.io/arch": "CPU architecture",
+    "beta.kubernetes.io/arch": "CPU architecture",
+    "kubernetes.io/os": "operating system",
+    "beta.kubernetes.io/os": "operating system",
+}
+
+
+def _expr_str(expr: Obj) -> str:
+    values = expr.get("values") or []
+    shown = f" ({', '.join(map(str, values))})" if values else ""
+    return f"{expr.get('key')} {expr.get('operator')}{shown}"
+
+
+def skip_reasons(placement: dict[str, Any], node: Obj) -> list[str]:
+    """Why a DaemonSet with this pod-template placement (`nodeSelector`, required affinity
+    `terms`, `tolerations`) puts no pod on `node`, most fundamental first: the CPU architecture
+    or OS it excludes, the taints it does not tolerate (key, value, effect), then the
+    nodeSelector entries and affinity expressions the node's labels fail. Empty: it runs there.
+    The taints the DaemonSet controller tolerates by itself are ignored."""
+    node_labels = labels(node)
+    platform: list[str] = []
+    other: list[str] = []
+
+    def has(key: str) -> str:
+        value = node_labels.get(key)
+        return f"the node has {key}={value}" if value is not None else "the node lacks the label"
+
+    for k, v in (placement.get("nodeSelector") or {}).items():
+        if node_labels.get(k) == v:
+            continue
+        if k in _PLATFORM_KEYS:
+            platform.append(f"it excludes the node's {_PLATFORM_KEYS[k]}: its nodeSelector "
+                            f"wants {k}={v} ({has(k)})")  # fmt: skip
+        else:
+            other.append(f"its nodeSelector wants {k}={v} ({has(k)})")
+    terms = placement.get("terms")
+    if terms and not any(node_selector_term_matches(t, node) for t in terms):
+        failing = [
+            e for t in terms for e in t.get("matchExpressions") or []
+            if not match_expression(e, node_labels)
+        ]  # fmt: skip
+        keys = {str(e.get("key")) for e in failing}
+        if failing and keys <= _PLATFORM_KEYS.keys():
+            e = failing[0]
+            key = str(e.get("key"))
+            platform.append(f"it excludes the node's {_PLATFORM_KEYS[key]}: its required node "
+                            f"affinity wants {_expr_str(e)} ({has(key)})")  # fmt: skip
+        elif failing:
+            e = next(x for x in failing if str(x.get("key")) not in _PLATFORM_KEYS)
+            other.append(f"its required node affinity wants {_expr_str(e)} "
+                         f"({has(str(e.get('key')))})")  # fmt: skip
+        else:
+            other.append("its required node affinity does not match the node")
+    taints: list[str] = []
+    tolerations = placement.get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if str(taint.get("key", "")).startswith(_DS_TOLERATED):
+            continue
+        if not tolerates(tolerations, taint):
+            taints.append(f"it does not tolerate the node's taint {taint_str(taint)}")
+    return platform + taints + other
+
+
+def _placement(tpl: Obj) -> dict[str, Any] | None:
+    """A pod template's placement: nodeSelector, required affinity terms, tolerations."""
+    if not tpl:
         return None
+    return {
+        "nodeSelector": tpl.get("nodeSelector") or {},
+        "terms": (
+            ((tpl.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            )
+            or {}
+        ).get("nodeSelectorTerms"),
+        "tolerations": tpl.get("tolerations") or [],
+    }
 
 
 def pinned_node(pod: Obj) -> str | None:

@@ -32,6 +32,8 @@ class NodePlan:
     platform: str | None
     roles: dict[str, Expectation]
     inferred: bool = False  # no DaemonSet templates to go by: judged from labels and pods
+    # Every node-feature-discovery worker skips the node, and why: it carries no feature labels.
+    nfd_skipping: list[tuple[Component, str]] = field(default_factory=list)
 
     def role(self, name: str) -> Expectation:
         return self.roles.get(name) or Expectation(name)

@@ -24,7 +24,7 @@ from triage.layers.stacks.operator import (
     locate_operator,
 )
 from triage.layers.stacks.plan import HOST_DRIVER, Expectation, NodePlan, host_plugin, platform_of
-from triage.vendors import STACK_TITLES
+from triage.vendors import STACK_TITLES, node_vendor
 from triage.vendors.nvidia import (
     DEPLOY,
     DEPLOY_KEY,
@@ -67,8 +67,10 @@ class StackView:
         policies: list[Obj],
         operator: OperatorLocation | None,
         daemonsets_known: bool,
+        nfd_workers: Iterable[Component] = (),
     ) -> None:
         self.components = [c for c in components if c.role != "other"]
+        self.nfd_workers = list(nfd_workers)
         self.operator = operator
         self.namespace = operator.namespace if operator else None
         self.inferred = not daemonsets_known or any(c.parsed is None for c in self.components)
@@ -103,6 +105,7 @@ class StackView:
             tuple(self.components),
             tuple(sorted(self.policy_off.items())),
             self.inferred,
+            tuple(self.nfd_workers),
         )
 
     @cached_property
@@ -175,7 +178,7 @@ class StackView:
                 plugin.disabled = "gke-no-default-nvidia-gpu-device-plugin=true"
         else:
             driver = roles.setdefault("driver", Expectation("driver"))
-            if not driver.serving:
+            if not driver.serving and not _unreached(driver, platform, node):
                 default = "pre-installed (no driver DaemonSet serves this node)"
                 if not self.installed:
                     default = "pre-installed (no GPU Operator found)"
@@ -195,7 +198,12 @@ class StackView:
                 exp = roles.setdefault(role, Expectation(role))
                 if not (exp.disabled or exp.paused or exp.host) and role not in self.policy_off:
                     exp.expected = True
-        return NodePlan(tuple(stacks), platform, roles, inferred=self.inferred)
+        plan = NodePlan(tuple(stacks), platform, roles, inferred=self.inferred)
+        if self.nfd_workers:
+            skips = [(w, w.skips(node)) for w in self.nfd_workers]
+            if all(why for _, why in skips):
+                plan.nfd_skipping = [(w, str(why)) for w, why in skips]
+        return plan
 
     def _operator_roles(self, lab: dict[str, str], roles: dict[str, Expectation]) -> None:
         """The GPU Operator's switches: per-node `nvidia.com/gpu.deploy.*` labels and the
@@ -237,6 +245,20 @@ class StackView:
         return out
 
 
+# Platforms whose GPU nodes get their driver from the node image only when nothing else says
+# so: a plain EC2 instance (no EKS labels), an unknown platform, OpenShift.
+_IMAGE_DRIVER_GUESSED = (None, "AWS", "OpenShift")
+
+
+def _unreached(driver: Expectation, platform: str | None, node: Obj) -> bool:
+    """The GPU Operator's driver DaemonSet skips this NVIDIA node and nothing says the host
+    installs its driver (an EKS, AKS or GKE label, a driver-version label): the driver is
+    missing because the operator does not reach the node, not pre-installed."""
+    if platform not in _IMAGE_DRIVER_GUESSED or node_vendor(node) is not NVIDIA:
+        return False
+    return any(comp.stack == OPERATOR for comp, _ in driver.skipping)
+
+
 def _pod_role(pod: Obj, by_ds: dict[tuple[str, str], Component]) -> tuple[str, str] | None:
     ref = owner(pod)
     if ref is not None and ref[0] == "DaemonSet":
@@ -261,6 +283,9 @@ def load_view(
     components: list[Component] = memo.get_lists(
         ("gpu-components",), (daemonsets,), lambda: _components(daemonsets)
     )
+    nfd: list[Component] = memo.get_lists(
+        ("nfd-workers",), (daemonsets,), lambda: _nfd_workers(daemonsets)
+    )
     if daemonsets:
         located = locate_operator(override=override, policies=policies, components=components)
         namespaces = component_namespaces(components, located)
@@ -279,9 +304,14 @@ def load_view(
             policies=policies,
             operator=located,
             daemonsets_known=bool(daemonsets),
+            nfd_workers=nfd,
         ),
     )
 
 
 def _components(daemonsets: list[Obj]) -> list[Component]:
     return [c for ds in daemonsets if (c := Component.of_daemonset(ds)) is not None]
+
+
+def _nfd_workers(daemonsets: list[Obj]) -> list[Component]:
+    return [c for ds in daemonsets if (c := Component.nfd_worker(ds)) is not None]
