@@ -16,11 +16,8 @@ import orjson
 
 _loads = orjson.loads
 
-# A list page of pods is mostly what the projections above drop (managedFields, env, mounts,
-# probes, the token volume). Decoding it against these shapes builds Python objects only for
-# the fields the projections read and skips the rest inside the decoder: the projection then
-# runs on small dicts. The shapes must name every field `slim_pod`/`slim_node` read (tests
-# compare typed and untyped decoding); values under them are decoded whole.
+# The shapes must name every field `slim_pod`/`slim_node` read (tests compare typed and
+# untyped decoding); values under them are decoded whole.
 
 
 class _Meta(TypedDict, total=False):

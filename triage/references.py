@@ -40,8 +40,11 @@ def _node(m: re.Match[str], _: Scope) -> list[ObjectRef]:
 
 
 def _node_field(field: str, value: str) -> Rule:
+    """The node the sentence names, at `field` (a template over the match's groups)."""
+
     def rule(m: re.Match[str], _: Scope) -> list[ObjectRef]:
-        return [ObjectRef(kind="Node", name=m["node"], field=field, value=m[value])]
+        f = field.format_map(m.groupdict())
+        return [ObjectRef(kind="Node", name=m["node"], field=f, value=m[value])]
 
     return rule
 
@@ -159,25 +162,11 @@ _TABLE: tuple[tuple[str, Rule], ...] = (
     ),
     (
         rf"^(?:once created: )?node (?P<node>{_NAME}): nodeSelector/affinity (?P<key>[^=\s]+)=\S+ \(node has (?P<has>[^)]*)\)",
-        lambda m, s: [
-            ObjectRef(
-                kind="Node",
-                name=m["node"],
-                field=f"metadata.labels[{m['key']}]",
-                value=m["has"],
-            )
-        ],
+        _node_field("metadata.labels[{key}]", "has"),
     ),
     (
         rf"^(?:once created: )?node (?P<node>{_NAME}): \d+/(?P<alloc>[0-9.]+[a-zA-Z]*) (?P<res>\S+) allocated",
-        lambda m, s: [
-            ObjectRef(
-                kind="Node",
-                name=m["node"],
-                field=f"status.allocatable[{m['res']}]",
-                value=m["alloc"],
-            )
-        ],
+        _node_field("status.allocatable[{res}]", "alloc"),
     ),
     (rf"^(?P<node>{_NAME}) runs: (?P<pods>.+)$", _runs),
     (rf"^node (?P<node>{_NAME}) runs: (?P<pods>.+)$", _runs),
