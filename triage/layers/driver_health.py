@@ -15,10 +15,10 @@ from triage.layers.node_verdict import (
     switch_values,
 )
 from triage.layers.stacks.plan import Expectation, NodePlan
-from triage.layers.stacks.state import component_state, failing_validation, is_gpu_node, node_ready
+from triage.layers.stacks.state import component_state, failing_validation, node_ready
 from triage.layers.stacks.view import StackView
 from triage.layers.upgrade import upgrade_verdict
-from triage.vendors import NVIDIA, Vendor, node_vendor
+from triage.vendors import NVIDIA, Vendor
 from triage.vendors.nvidia import GKE, MIG_CONFIG, MIG_CONFIG_STATE, OPERATOR, ROLE_TITLES
 
 
@@ -29,9 +29,9 @@ def driver_verdict(
     ready, why = node_ready(node)
     if not ready:
         return NodeVerdict(False, "driver.node-not-ready", f"node {name} is not Ready: {why}")
-    if not is_gpu_node(node):
+    if not plan.vendors:
         return NodeVerdict(True, text="not a GPU node")
-    vendor = node_vendor(node) or NVIDIA
+    vendor = plan.vendor or NVIDIA
     exp = plan.role("driver")
     has_gpus = any(v > 0 for v in allocatable.values())
     driver = component_state(view, name, "driver")

@@ -15,9 +15,9 @@ from triage.cluster.quantities import GPU, MIG_PREFIX, resources
 from triage.layers.driver_health import driver_verdict, gfd_down, mig_verdict
 from triage.layers.node_verdict import NodeVerdict
 from triage.layers.plugin_health import plugin_verdict, sharing_note
-from triage.layers.stacks.state import failing_validation, gpu_resources, is_gpu_node
+from triage.layers.stacks.state import failing_validation, gpu_resources
 from triage.layers.stacks.view import StackView
-from triage.vendors import NVIDIA, node_vendor, node_vendors
+from triage.vendors import NVIDIA
 from triage.vendors.nvidia import COUNT
 
 
@@ -134,7 +134,7 @@ def assess_node(
     plan = view.plan(node)
     health = NodeHealth(
         name=name_of(node),
-        gpu_node=is_gpu_node(node),
+        gpu_node=bool(plan.vendors),
         driver=driver_verdict(node, view, plan, allocatable),
         plugin=plugin_verdict(node, view, plan, allocatable),
         capacity=capacity,
@@ -144,8 +144,8 @@ def assess_node(
         dra_only=plan.dra_only,
         gfd_down=gfd_down(view, plan, name_of(node)),
     )
-    health.vendors = node_vendors(node)
-    vendor = node_vendor(node)
+    health.vendors = tuple(v.key for v in plan.vendors)
+    vendor = plan.vendor
     for verdict in (health.driver, health.plugin):
         if vendor is not None and not verdict.ok:  # what reports and steps name it by
             devices = "GPUs" if vendor is NVIDIA else vendor.devices

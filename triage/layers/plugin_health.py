@@ -15,9 +15,9 @@ from triage.layers.node_verdict import (
     switch_values,
 )
 from triage.layers.stacks.plan import Expectation, NodePlan
-from triage.layers.stacks.state import ComponentState, component_state, gpu_resources, is_gpu_node
+from triage.layers.stacks.state import ComponentState, component_state, gpu_resources
 from triage.layers.stacks.view import StackView
-from triage.vendors import NVIDIA, Vendor, node_vendor
+from triage.vendors import NVIDIA, Vendor
 from triage.vendors.nvidia import COUNT, OPERATOR, REPLICAS, SHARING
 
 
@@ -25,7 +25,7 @@ def plugin_verdict(
     node: Obj, view: StackView, plan: NodePlan, allocatable: dict[str, int]
 ) -> NodeVerdict:
     name = name_of(node)
-    found = node_vendor(node) or NVIDIA
+    found = plan.vendor or NVIDIA
     vendor = found.devices  # "NVIDIA GPUs", "AWS Neuron devices"
     mig = mig_verdict(node, view)
     if mig is not None and mig.code.startswith("device-plugin."):
@@ -46,7 +46,7 @@ def plugin_verdict(
             )
         if plan.dra_only:
             return NodeVerdict(True, text="GPUs offered through DRA (no device plugin by design)")
-        if is_gpu_node(node):
+        if plan.vendors:
             return _plugin_absent(name, exp, plan, found)
         return NodeVerdict(
             False,

@@ -40,21 +40,48 @@ def accelerator_requests(requests: Mapping[str, int]) -> dict[str, int]:
 
 def node_vendors(node: Mapping[str, object]) -> tuple[str, ...]:
     """The keys of every vendor whose accelerators the node carries (most nodes: one)."""
-    meta = node.get("metadata") or {}
-    status = node.get("status") or {}
-    labels = meta.get("labels") or {} if isinstance(meta, Mapping) else {}
-    capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
-    return tuple(v.key for v in VENDORS if v.on_node(labels, capacity))
+    return tuple(v.key for v in vendors_on(node))
 
 
 def node_vendor(node: Mapping[str, object]) -> Vendor | None:
     """The vendor whose accelerators the node carries (the first, on the rare node with
     two), or None for a node with none."""
+    found = vendors_on(node)
+    return found[0] if found else None
+
+
+def vendors_on(node: Mapping[str, object]) -> tuple[Vendor, ...]:
+    """Every vendor whose accelerators the node carries, in `VENDORS` order: its capacity
+    lists one of the vendor's resources, or its labels carry one of the vendor's signs (its
+    feature discovery's, PCI vendor's or a cloud's labels), or its instance type is built
+    with the vendor's devices. One pass for all vendors: every node is asked, several times
+    a triage."""
     meta = node.get("metadata") or {}
     status = node.get("status") or {}
     labels = meta.get("labels") or {} if isinstance(meta, Mapping) else {}
     capacity = status.get("capacity") or {} if isinstance(status, Mapping) else {}
-    return next((v for v in VENDORS if v.on_node(labels, capacity)), None)
+    found = {_INDEX.get(id(vendor_of(k))) for k in capacity}
+    for key in labels.keys() & _SIGN_LABELS:  # the few sign labels the node has
+        value = labels[key]
+        found.update(i for wanted, i in _LOOKED_AT[key] if wanted is _ANY or wanted == value)
+    itype = labels.get("node.kubernetes.io/instance-type") or ""
+    if itype:
+        found.update(i for prefixes, i in _INSTANCES if itype.startswith(prefixes))
+    return tuple(v for i, v in enumerate(VENDORS) if i in found)
+
+
+# What `vendors_on` looks for: per label, the value that is a vendor's sign (_ANY: the label
+# itself is) with the vendor's position in VENDORS; instance type prefixes likewise.
+_INDEX = {id(v): i for i, v in enumerate(VENDORS)}
+_ANY = object()
+_LOOKED_AT: dict[str, list[tuple[object, int]]] = {}
+for _i, _v in enumerate(VENDORS):
+    for _key, _value in _v.node_signs:
+        _LOOKED_AT.setdefault(_key, []).append((_value, _i))
+    for _key in _v.node_sign_keys:
+        _LOOKED_AT.setdefault(_key, []).append((_ANY, _i))
+_SIGN_LABELS = frozenset(_LOOKED_AT)
+_INSTANCES = tuple((v.instance_prefixes, i) for i, v in enumerate(VENDORS) if v.instance_prefixes)
 
 
 def component(
@@ -68,4 +95,4 @@ def component(
 
 
 __all__ = ["NVIDIA", "STACK_TITLES", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
-           "node_vendor", "node_vendors", "vendor_of"]  # fmt: skip
+           "node_vendor", "node_vendors", "vendor_of", "vendors_on"]  # fmt: skip

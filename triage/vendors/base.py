@@ -74,18 +74,6 @@ class Vendor:
         """Its devices, as reports say them: "AMD GPUs", "AWS Neuron devices"."""
         return f"{self.name} {self.device_word}s"
 
-    def on_node(self, labels: Mapping[str, str], capacity: Mapping[str, object]) -> bool:
-        """Whether a node with these labels and capacity carries the vendor's devices: its
-        feature discovery's, PCI vendor's or a cloud's labels say so, its capacity lists one,
-        or its instance type is built with them."""
-        itype = labels.get("node.kubernetes.io/instance-type") or ""
-        return (
-            any(labels.get(k) == v for k, v in self.node_signs)
-            or any(k in labels for k in self.node_sign_keys)
-            or any(self.is_resource(k) for k in capacity)
-            or (bool(self.instance_prefixes) and itype.startswith(self.instance_prefixes))
-        )
-
     def is_resource(self, resource: str) -> bool:
         """Whether `resource` is one of the vendor's devices (whole, shared or partitioned)."""
         return resource.startswith(self.resource_prefix)

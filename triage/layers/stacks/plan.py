@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from triage.cluster.objects import Obj, labels
 from triage.layers.stacks.components import Component
-from triage.vendors import STACK_TITLES
+from triage.vendors import STACK_TITLES, Vendor
 
 
 @dataclass(slots=True)
@@ -34,6 +34,12 @@ class NodePlan:
     inferred: bool = False  # no DaemonSet templates to go by: judged from labels and pods
     # Every node-feature-discovery worker skips the node, and why: it carries no feature labels.
     nfd_skipping: list[tuple[Component, str]] = field(default_factory=list)
+    vendors: tuple[Vendor, ...] = ()  # whose accelerators the node carries (`vendors_on`)
+
+    @property
+    def vendor(self) -> Vendor | None:
+        """The vendor whose accelerators the node carries (the first of two), if any."""
+        return self.vendors[0] if self.vendors else None
 
     def role(self, name: str) -> Expectation:
         return self.roles.get(name) or Expectation(name)

@@ -24,7 +24,7 @@ from triage.layers.stacks.operator import (
     locate_operator,
 )
 from triage.layers.stacks.plan import HOST_DRIVER, Expectation, NodePlan, host_plugin, platform_of
-from triage.vendors import STACK_TITLES, node_vendor
+from triage.vendors import STACK_TITLES, Vendor, vendors_on
 from triage.vendors.nvidia import (
     DEPLOY,
     DEPLOY_KEY,
@@ -147,6 +147,7 @@ class StackView:
         name = name_of(node)
         lab = labels(node)
         platform = platform_of(node)
+        vendors = vendors_on(node)
         roles: dict[str, Expectation] = {}
         stacks: list[str] = []
         for comp in self.components:
@@ -178,7 +179,7 @@ class StackView:
                 plugin.disabled = "gke-no-default-nvidia-gpu-device-plugin=true"
         else:
             driver = roles.setdefault("driver", Expectation("driver"))
-            if not driver.serving and not _unreached(driver, platform, node):
+            if not driver.serving and not _unreached(driver, platform, vendors):
                 default = "pre-installed (no driver DaemonSet serves this node)"
                 if not self.installed:
                     default = "pre-installed (no GPU Operator found)"
@@ -198,7 +199,7 @@ class StackView:
                 exp = roles.setdefault(role, Expectation(role))
                 if not (exp.disabled or exp.paused or exp.host) and role not in self.policy_off:
                     exp.expected = True
-        plan = NodePlan(tuple(stacks), platform, roles, inferred=self.inferred)
+        plan = NodePlan(tuple(stacks), platform, roles, inferred=self.inferred, vendors=vendors)
         if self.nfd_workers:
             skips = [(w, w.skips(node)) for w in self.nfd_workers]
             if all(why for _, why in skips):
@@ -250,11 +251,11 @@ class StackView:
 _IMAGE_DRIVER_GUESSED = (None, "AWS", "OpenShift")
 
 
-def _unreached(driver: Expectation, platform: str | None, node: Obj) -> bool:
+def _unreached(driver: Expectation, platform: str | None, vendors: tuple[Vendor, ...]) -> bool:
     """The GPU Operator's driver DaemonSet skips this NVIDIA node and nothing says the host
     installs its driver (an EKS, AKS or GKE label, a driver-version label): the driver is
     missing because the operator does not reach the node, not pre-installed."""
-    if platform not in _IMAGE_DRIVER_GUESSED or node_vendor(node) is not NVIDIA:
+    if platform not in _IMAGE_DRIVER_GUESSED or not vendors or vendors[0] is not NVIDIA:
         return False
     return any(comp.stack == OPERATOR for comp, _ in driver.skipping)
 
