@@ -8,6 +8,11 @@ The CLI's path (a fresh live source per command, in a process of its own: `bench
 cache's cold sync and the fleet sweeps are printed as multiples of it, and the cold sync and
 memory per 1,000 nodes.
 
+After the sync the cache is warmed up as the bot warms it (`triage.prepare`: every node's
+health, the pod indexes), timed on its own. Last, the figures are set against the row for the
+same cluster size in docs/sizing.md (ratios to the floor, memory, the warm tail): the table is
+updated from this output.
+
 The synthetic cluster is served by `bench.serve` in a child process over loopback HTTP; this
 process drives the real kubernetes client. When the engine cannot run yet, the per-triage
 work is the reads every triage makes (namespace, pod, nodes, quotas, node usage, events).
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -35,6 +41,8 @@ from kube.client import RawClient, load_client
 from kube.lists import PAGE_SIZE
 from kube.testing import write_kubeconfig
 from triage.cluster.source import KINDS, ClusterSource
+
+SIZING = Path(__file__).resolve().parent.parent / "docs" / "sizing.md"
 
 
 def rss_mb() -> float:
@@ -149,7 +157,7 @@ def cli_path(
 
 def fleet(
     cache: CachedSource, single_p50: float, change: Callable[[str], list[Any]], floor_s: float
-) -> None:
+) -> float:
     """The fleet view: every stuck GPU workload triaged and grouped. Full sweeps (every
     workload triaged; the first after the single-pod triages, then a repeat), then the bot's
     sweeps that keep answers between them: with nothing changed, and after one change of each
@@ -175,8 +183,10 @@ def fleet(
               f"(p50 {single_p50:.2f} ms)  RSS {rss_mb():.0f} MB")  # fmt: skip
         return result
 
+    t = time.perf_counter()
     run("sweep, full (first)", None)
     run("sweep, full (repeat)", None)
+    full = (time.perf_counter() - t) / 2
     memo = FleetMemo()
     last = run("sweep keeping answers, first", memo)
     last = run("re-sweep, nothing changed", memo, last)
@@ -185,6 +195,63 @@ def fleet(
                        ("crash", "a driver pod crashed on a healthy node")):  # fmt: skip
         touched = change(kind)
         last = run(f"re-sweep after one change ({what}: {'/'.join(touched[1:3])})", memo, last)
+    return full
+
+
+def churned_sweep(cache: CachedSource, rate: float) -> float:
+    """A full fleet sweep while the cluster changes `rate` times a second: its seconds."""
+    from triage.fleet import sweep
+    from triage.playbooks import load_playbook
+
+    t = time.perf_counter()
+    result = sweep(cache, playbook=load_playbook())
+    seconds = time.perf_counter() - t
+    print(f"fleet sweep, full, {rate:g} changes/s: {seconds:.2f}s, {result.workloads} stuck "
+          f"workloads in {len(result.groups)} groups  RSS {rss_mb():.0f} MB")  # fmt: skip
+    return seconds
+
+
+# What `compare` reads of a row of docs/sizing.md's table, in its column order.
+_COLUMNS = ("cache", "rss", "swept", "sync", "p99", "sweep")
+
+
+def previous(nodes: int, text: str) -> dict[str, float] | None:
+    """The figures docs/sizing.md's table holds for a cluster of `nodes` nodes (None when it
+    has no such row): numbers in the order of `_COLUMNS`, a cold sync as its multiple of
+    the floor ("6.2 s (3.25 s)": 1.91)."""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not cells or not cells[0].startswith(f"{nodes:,} /"):
+            continue
+        got: dict[str, float] = {}
+        for name, cell in zip(_COLUMNS, cells[1:], strict=False):
+            numbers = [float(n) for n in re.findall(r"[0-9]+(?:\.[0-9]+)?", cell.replace(",", ""))]
+            if name == "sync" and len(numbers) >= 2 and numbers[1]:
+                got[name] = numbers[0] / numbers[1]
+            elif numbers:
+                got[name] = numbers[0]
+        return got
+    return None
+
+
+def compare(nodes: int, now: dict[str, float]) -> None:
+    """This run's figures against the row for the same size in docs/sizing.md."""
+    try:
+        before = previous(nodes, SIZING.read_text())
+    except OSError:
+        before = None
+    if not before:
+        print(f"docs/sizing.md has no row for {nodes:,} nodes to compare with")
+        return
+    said = {"cache": ("cache memory", "MB", 0), "rss": ("RSS after the sync", "MB", 0),
+            "swept": ("RSS after the sweeps", "MB", 0), "sync": ("cold sync", "x the floor", 2),
+            "p99": ("warm p99", "ms", 1), "sweep": ("full sweep", "s", 2)}  # fmt: skip
+    parts = []
+    for key, (what, unit, digits) in said.items():
+        if key in now and key in before:
+            sep = "" if unit.startswith("x") else " "
+            parts.append(f"{what} {now[key]:.{digits}f}{sep}{unit} (was {before[key]:.{digits}f})")
+    print(f"against docs/sizing.md ({nodes:,} nodes): " + "; ".join(parts))
 
 
 def _touched(before: Any, after: Any) -> int:
@@ -257,10 +324,19 @@ def main() -> None:
         per = 1000 / args.nodes
         print(f"per 1,000 nodes ({args.pods // args.nodes} pods each): cold sync "
               f"{cold * per:.2f}s, floor {floor_s * per:.2f}s, cache {(rss - base) * per:.0f} MB")  # fmt: skip
+        figures: dict[str, float] = {"sync": cold / floor_s, "cache": rss - base, "rss": rss}
+        if args.workload == "triage":
+            from triage import prepare
+
+            t = time.perf_counter()
+            judged = prepare(cache)
+            print(f"warm-up after the sync, as the bot does it (triage.prepare: the health of "
+                  f"{judged} nodes, the pod indexes): {time.perf_counter() - t:.2f}s  "
+                  f"RSS {rss_mb():.0f} MB")  # fmt: skip
 
         label, work = pick_workload(cache, *pending[0], wanted=args.workload)
 
-        def warm(title: str) -> float:
+        def warm(title: str) -> tuple[float, float]:
             before = cache.client.requests
             times = []
             for i in range(args.triages):
@@ -272,7 +348,7 @@ def main() -> None:
             print(f"{title} {label} x{args.triages}: p50 {pct(times, 50):.2f} ms  "
                   f"p95 {pct(times, 95):.2f} ms  p99 {pct(times, 99):.2f} ms  "
                   f"API requests/triage {per:.2f}  RSS {rss_mb():.0f} MB")  # fmt: skip
-            return pct(times, 50)
+            return pct(times, 50), pct(times, 99)
 
         def change(kind: str) -> list[Any]:
             """One change on the server, returned once the cache has it."""
@@ -289,14 +365,17 @@ def main() -> None:
                 time.sleep(0.01)
             return list(touched)
 
-        p50 = warm("warm")
+        p50, figures["p99"] = warm("warm")
         if label == "triage.triage":
-            fleet(cache, p50, change, floor_s)
+            figures["sweep"] = fleet(cache, p50, change, floor_s)
         after_sweeps = rss_mb()
         if args.churn > 0:
             server.stdin.write("churn\n")
             server.stdin.flush()
-            warm(f"warm, {args.churn:g} changes/s")
+            _, p99 = warm(f"warm, {args.churn:g} changes/s")
+            figures["p99"] = max(figures["p99"], p99)
+            if label == "triage.triage":
+                figures["sweep"] = max(figures["sweep"], churned_sweep(cache, args.churn))
             server.stdin.write("quiet\n")
             server.stdin.flush()
             applied = json.loads(server.stdout.readline())["applied"]
@@ -310,6 +389,8 @@ def main() -> None:
               f"memory {(rss - base) * per:.0f} MB after the sync, "
               f"{(max(after_sweeps, rss_mb()) - base) * per:.0f} MB after the sweeps "
               f"and changes")  # fmt: skip
+        figures["swept"] = max(after_sweeps, rss_mb())
+        compare(args.nodes, figures)
         cache.close()
     finally:
         server.stdin.close()

@@ -352,6 +352,9 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
     from kube.cache import CachedSource, ClusterRegistry
     from kube.client import kube_contexts
     from kube.errors import ConfigError
+    from triage import EngineConfig, prepare
+
+    engine_config = getattr(settings, "engine_config", EngineConfig)()
 
     watch = _cluster_list(getattr(settings, "clusters", None), args.kubeconfig, kube_contexts)
     registry = ClusterRegistry(
@@ -359,8 +362,13 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
         default=args.context,
         watch=watch,
         # a triage on a cluster whose cache is not synced yet waits this long, then says so
+        # once synced, every node's health is judged ahead: the first question is as fast
+        # as the next
         factory=lambda client: CachedSource(
-            client, sync_timeout=SYNC_WAIT, watch_list=getattr(settings, "watch_list", True)
+            client,
+            sync_timeout=SYNC_WAIT,
+            watch_list=getattr(settings, "watch_list", True),
+            on_synced=lambda cache: prepare(cache, config=engine_config),
         ),
     )
     default = registry.source(None)  # config errors surface now, as a startup error

@@ -10,6 +10,7 @@ holds one cache per kubeconfig context for a bot serving several clusters.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
@@ -24,6 +25,7 @@ from triage.cluster.source import KINDS, SourceDefaults, SourceStatus, Unavailab
 from triage.cluster.usage import NodeUsage, UsageIndex
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
+log = logging.getLogger(__name__)
 
 
 # starting: first list not done; forbidden: not listable, read per request; absent: no such API
@@ -61,8 +63,13 @@ class CachedSource(SourceDefaults):
         max_backoff: float = 30.0,
         freeze_gc: bool = True,
         watch_list: bool = True,
+        on_synced: Callable[[CachedSource], object] | None = None,
     ) -> None:
+        """`on_synced(source)` runs on a thread of its own once every kind has synced (a
+        bot's warm-up: `triage.prepare`); what it raises is logged."""
         self.client = client
+        self._on_synced = on_synced
+        self._closing = threading.Event()
         self.usage = UsageIndex()
         self._sync_timeout, self._stale_after = sync_timeout, stale_after
         self._informers: dict[str, Informer] = {}
@@ -91,7 +98,25 @@ class CachedSource(SourceDefaults):
                 self._started = True
                 for inf in self._informers.values():
                     inf.start()
+                if self._on_synced is not None:
+                    name = f"warm-up {self.cluster_name}"
+                    threading.Thread(target=self._warm_up, name=name, daemon=True).start()
         return self
+
+    def _warm_up(self) -> None:
+        for inf in self._informers.values():
+            while not inf.synced.wait(1.0):
+                if self._closing.is_set():
+                    return
+        if self._closing.is_set() or self._on_synced is None:
+            return
+        started = time.monotonic()
+        try:
+            self._on_synced(self)
+        except Exception:  # a warm-up is an optimisation: the first triage does the work
+            log.exception("cluster %s: warm-up after the sync failed", self.cluster_name)
+            return
+        log.info("cluster %s: warmed up in %.1fs", self.cluster_name, time.monotonic() - started)
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         """True once every kind finished its first list (or is known absent/forbidden).
@@ -106,6 +131,7 @@ class CachedSource(SourceDefaults):
         return True
 
     def close(self) -> None:
+        self._closing.set()
         for inf in self._informers.values():
             inf.stop(timeout=0)
         for inf in self._informers.values():

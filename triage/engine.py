@@ -12,19 +12,23 @@ driver and device plugin too), then quota and queues. Each is a `LayerCheck` (se
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime
 
 from triage.assemble import Diagnosis, Route, answer_of, assemble, judge
 from triage.cluster.events import parse_time
+from triage.cluster.indexes import INDEXERS
 from triage.cluster.objects import Obj, meta, pod_problem
 from triage.cluster.reads import SweepState
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
 from triage.layers import bound
 from triage.layers.base import CheckResult, Context, LayerCheck
+from triage.layers.health import NodeHealths
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
+from triage.layers.stacks.view import load_view
 from triage.model import LAYER_ORDER, Answer, Layer, TriageReport, TriageVerdict
 from triage.named import parse_target
 from triage.names import validate_namespace
@@ -86,6 +90,33 @@ def verdict(
         source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep
     )
     return judge(d)
+
+
+def prepare(source: ClusterSource, *, config: EngineConfig | None = None) -> int:
+    """Work every triage of a pod without a node starts with, done ahead: the cluster's GPU
+    stack view, every node's health under it, and the pod indexes the source keeps. A bot
+    calls it once a cache has synced, so that the first question asked is answered as fast
+    as the next (the source's memo keeps the work; the triages after it reassess only the
+    nodes that changed). What cannot be read is left for the first triage to say. Returns
+    the number of nodes judged."""
+    config = config or EngineConfig()
+
+    def read(kind: str, namespace: str | None) -> list[Obj] | None:
+        try:
+            return source.objects(kind, namespace=namespace)
+        except ReadFailedError:
+            return None
+
+    for kind, index in INDEXERS:
+        with suppress(ReadFailedError):
+            source.indexed(kind, index, ())
+    nodes = read("Node", None)
+    if nodes is None:
+        return 0
+    view = load_view(read, override=config.operator_namespace, memo=source.memo)
+    now = source.as_of or datetime.now(UTC)
+    healths = NodeHealths(source.memo, now=now, grace_minutes=config.node_join_grace_minutes)
+    return len(healths.all(nodes, view))
 
 
 def _diagnose(

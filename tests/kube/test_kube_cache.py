@@ -573,3 +573,57 @@ def test_a_stream_without_its_closing_bookmark_falls_back_to_a_list(
         assert len(src.objects("Pod")) == 30 and same_as_fresh_list(src, kubeconfig)
     finally:
         src.close()
+
+
+def test_a_synced_cache_warms_up_so_the_first_triage_judges_no_node_again(
+    api: FakeApiServer, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot's warm-up (`on_synced=triage.prepare`) runs once every kind has synced: every
+    node's health is then in the cache's memo, and the first triage reassesses none."""
+    import triage.layers.health as health
+    from triage import prepare, triage
+
+    seed(api)
+    api.apply(pod("waiting", ns="team-0", gpus=8, selector={}))
+    judged: list[str] = []
+    assess = health.assess_node
+    monkeypatch.setattr(
+        health,
+        "assess_node",
+        lambda node, *a, **k: judged.append(node["metadata"]["name"]) or assess(node, *a, **k),
+    )
+    warmed: list[int] = []
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(
+        RawClient(client_api, cluster_name=name),
+        watch_timeout=5,
+        on_synced=lambda cache: warmed.append(prepare(cache)),
+    ).start()
+    try:
+        wait_for(lambda: bool(warmed))
+        assert warmed == [4] and sorted(judged) == ["n0", "n1", "n2", "n3"]
+        judged.clear()
+        report = triage(src, namespace="team-0", name="waiting")
+        assert report.failing_layer is not None and judged == []
+    finally:
+        src.close()
+
+
+def test_a_failing_warm_up_is_logged_and_the_cache_serves_on(
+    api: FakeApiServer, kubeconfig: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(api)
+
+    def broken(_: CachedSource) -> None:
+        raise RuntimeError("boom")
+
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(
+        RawClient(client_api, cluster_name=name), watch_timeout=5, on_synced=broken
+    ).start()
+    try:
+        assert src.wait_synced(10)
+        wait_for(lambda: "warm-up after the sync failed" in caplog.text)
+        assert len(src.objects("Pod")) == 30
+    finally:
+        src.close()
