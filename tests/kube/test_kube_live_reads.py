@@ -10,6 +10,8 @@ and on a synthetic cluster, served by the loopback fake API server.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from bench.goldens import snapshots
 from bench.synth import cluster
 from kube.live import LiveSource, connect
+from kube.live import connect as opened_by_kube
 from kube.node_usage import NodeUsageReads
 from kube.testing import FakeApiServer
 from kube.workers import Workers
@@ -29,6 +32,24 @@ from triage.cluster.snapshot import load_objects
 from triage.cluster.source import ForbiddenError
 from triage.fleet import stuck_workloads, sweep
 from triage.render import report_data
+
+
+@pytest.fixture(autouse=True)
+def _closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every source a test opens with `connect` is closed after it: each holds a pool of
+    connections, and hundreds of open sockets push later tests' servers past select()'s
+    1,024 descriptors."""
+    opened: list[LiveSource] = []
+
+    def tracked(**kwargs: Any) -> LiveSource:
+        opened.append(opened_by_kube(**kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(sys.modules[__name__], "connect", tracked)
+    yield
+    for source in opened:
+        source.close()
+
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 ACTIVE = "status.phase!=Succeeded,status.phase!=Failed"
