@@ -361,13 +361,13 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
         kubeconfig=args.kubeconfig,
         default=args.context,
         watch=watch,
-        # a triage on a cluster whose cache is not synced yet waits this long, then says so
-        # once synced, every node's health is judged ahead: the first question is as fast
-        # as the next
         factory=lambda client: CachedSource(
             client,
+            # a triage on a cluster whose cache is not synced yet waits this long, then says so
             sync_timeout=SYNC_WAIT,
             watch_list=getattr(settings, "watch_list", True),
+            # once synced, every node's health is judged ahead: the first question is answered
+            # as fast as the next
             on_synced=lambda cache: prepare(cache, config=engine_config),
         ),
     )
