@@ -38,11 +38,6 @@ def accelerator_requests(requests: Mapping[str, int]) -> dict[str, int]:
     return {r: v for r, v in requests.items() if is_accelerator(r)}
 
 
-def node_vendors(node: Mapping[str, object]) -> tuple[str, ...]:
-    """The keys of every vendor whose accelerators the node carries (most nodes: one)."""
-    return tuple(v.key for v in vendors_on(node))
-
-
 def node_vendor(node: Mapping[str, object]) -> Vendor | None:
     """The vendor whose accelerators the node carries (the first, on the rare node with
     two), or None for a node with none."""
@@ -95,4 +90,4 @@ def component(
 
 
 __all__ = ["NVIDIA", "STACK_TITLES", "VENDORS", "Vendor", "accelerator_requests", "component", "is_accelerator",
-           "node_vendor", "node_vendors", "vendor_of", "vendors_on"]  # fmt: skip
+           "node_vendor", "vendor_of", "vendors_on"]  # fmt: skip
