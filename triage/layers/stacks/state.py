@@ -19,7 +19,7 @@ PREINSTALLED = ("false", "pre-installed")
 
 
 def is_gpu_node(node: Obj) -> bool:
-    """Whether the node carries a known vendor's accelerators (`Vendor.on_node`)."""
+    """Whether the node carries a known vendor's accelerators (`triage.vendors.vendors_on`)."""
     return node_vendor(node) is not None
 
 
