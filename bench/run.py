@@ -9,7 +9,8 @@ cache's cold sync and the fleet sweeps are printed as multiples of it, and the c
 memory per 1,000 nodes.
 
 After the sync the cache is warmed up as the bot warms it (`triage.prepare`: every node's
-health, the pod indexes), timed on its own. Last, the figures are set against the row for the
+health, the pod indexes, the nodes evaluated once per shape of the pods waiting for one),
+timed on its own. Last, the figures are set against the row for the
 same cluster size in docs/sizing.md (ratios to the floor, memory, the warm tail): the table is
 updated from this output.
 
@@ -329,10 +330,10 @@ def main() -> None:
             from triage import prepare
 
             t = time.perf_counter()
-            judged = prepare(cache)
+            done = prepare(cache)
             print(f"warm-up after the sync, as the bot does it (triage.prepare: the health of "
-                  f"{judged} nodes, the pod indexes): {time.perf_counter() - t:.2f}s  "
-                  f"RSS {rss_mb():.0f} MB")  # fmt: skip
+                  f"{done.nodes} nodes, the pod indexes, {done.shapes} shapes of waiting pods "
+                  f"evaluated): {time.perf_counter() - t:.2f}s  RSS {rss_mb():.0f} MB")  # fmt: skip
 
         label, work = pick_workload(cache, *pending[0], wanted=args.workload)
 

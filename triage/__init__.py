@@ -16,7 +16,7 @@ from triage.cluster.source import (
     UnavailableError,
 )
 from triage.config import EngineConfig
-from triage.engine import prepare, triage
+from triage.engine import Prepared, prepare, triage
 from triage.model import Audience, Finding, Layer, OwnerRoute, PodRef, Status, TriageReport
 from triage.names import InvalidNameError, validate_cluster, validate_name, validate_namespace
 from triage.playbooks import Playbook, PlaybookError, load_playbook
@@ -36,6 +36,7 @@ __all__ = [
     "Playbook",
     "PlaybookError",
     "PodRef",
+    "Prepared",
     "SourceError",
     "SourceStatus",
     "Status",

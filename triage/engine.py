@@ -15,10 +15,11 @@ from __future__ import annotations
 from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from triage.assemble import Diagnosis, Route, answer_of, assemble, judge
 from triage.cluster.events import parse_time
-from triage.cluster.indexes import INDEXERS
+from triage.cluster.indexes import INDEXERS, troubled_pods
 from triage.cluster.objects import Obj, meta, pod_problem
 from triage.cluster.reads import SweepState
 from triage.cluster.source import ClusterSource, ReadFailedError
@@ -28,6 +29,7 @@ from triage.layers.base import CheckResult, Context, LayerCheck
 from triage.layers.health import NodeHealths
 from triage.layers.quota import check as quota
 from triage.layers.scheduling import check as scheduling
+from triage.layers.scheduling.shared import warm_shapes
 from triage.layers.stacks.view import load_view
 from triage.model import LAYER_ORDER, Answer, Layer, TriageReport, TriageVerdict
 from triage.named import parse_target
@@ -92,13 +94,20 @@ def verdict(
     return judge(d)
 
 
-def prepare(source: ClusterSource, *, config: EngineConfig | None = None) -> int:
-    """Work every triage of a pod without a node starts with, done ahead: the cluster's GPU
-    stack view, every node's health under it, and the pod indexes the source keeps. A bot
+class Prepared(NamedTuple):
+    """What `prepare` did ahead: nodes whose health it judged, pod shapes it evaluated."""
+
+    nodes: int
+    shapes: int
+
+
+def prepare(source: ClusterSource, *, config: EngineConfig | None = None) -> Prepared:
+    """Work the triages of pods without a node start with, done ahead: the cluster's GPU
+    stack view, every node's health under it, the pod indexes the source keeps, and the nodes
+    evaluated once for each shape of the pods waiting for a node (their node classes). A bot
     calls it once a cache has synced, so that the first question asked is answered as fast
     as the next (the source's memo keeps the work; the triages after it reassess only the
-    nodes that changed). What cannot be read is left for the first triage to say. Returns
-    the number of nodes judged."""
+    nodes that changed). What cannot be read is left for the first triage to say."""
     config = config or EngineConfig()
 
     def read(kind: str, namespace: str | None) -> list[Obj] | None:
@@ -112,11 +121,25 @@ def prepare(source: ClusterSource, *, config: EngineConfig | None = None) -> int
             source.indexed(kind, index, ())
     nodes = read("Node", None)
     if nodes is None:
-        return 0
+        return Prepared(0, 0)
     view = load_view(read, override=config.operator_namespace, memo=source.memo)
     now = source.as_of or datetime.now(UTC)
     healths = NodeHealths(source.memo, now=now, grace_minutes=config.node_join_grace_minutes)
-    return len(healths.all(nodes, view))
+    judged = healths.all(nodes, view)
+    try:
+        waiting = [p for p in troubled_pods(source, namespace=None) if _waiting(p)]
+        usage = source.node_usage()
+        shapes = warm_shapes(source.memo, waiting, nodes, judged, usage)
+    except ReadFailedError:
+        shapes = 0
+    return Prepared(len(judged), shapes)
+
+
+def _waiting(pod: Obj) -> bool:
+    """A pod waiting for a node: pending, bound to none."""
+    return (pod.get("status") or {}).get("phase") == "Pending" and not (
+        (pod.get("spec") or {}).get("nodeName")
+    )
 
 
 def _diagnose(

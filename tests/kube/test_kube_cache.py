@@ -579,9 +579,12 @@ def test_a_synced_cache_warms_up_so_the_first_triage_judges_no_node_again(
     api: FakeApiServer, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bot's warm-up (`on_synced=triage.prepare`) runs once every kind has synced: every
-    node's health is then in the cache's memo, and the first triage reassesses none."""
+    node's health and the node classes of each waiting pod's shape are then in the cache's
+    memo, and the first triage reassesses no node and groups none again."""
     import triage.layers.health as health
     from triage import prepare, triage
+    from triage.engine import Prepared
+    from triage.layers.scheduling import by_class
 
     seed(api)
     api.apply(pod("waiting", ns="team-0", gpus=8, selector={}))
@@ -592,7 +595,14 @@ def test_a_synced_cache_warms_up_so_the_first_triage_judges_no_node_again(
         "assess_node",
         lambda node, *a, **k: judged.append(node["metadata"]["name"]) or assess(node, *a, **k),
     )
-    warmed: list[int] = []
+    grouped: list[tuple[str, ...]] = []
+    groups = by_class.node_groups
+    monkeypatch.setattr(
+        by_class,
+        "node_groups",
+        lambda nodes, healths, keys: grouped.append(keys) or groups(nodes, healths, keys),
+    )
+    warmed: list[Prepared] = []
     client_api, name = load_client(kubeconfig=kubeconfig)
     src = CachedSource(
         RawClient(client_api, cluster_name=name),
@@ -601,10 +611,16 @@ def test_a_synced_cache_warms_up_so_the_first_triage_judges_no_node_again(
     ).start()
     try:
         wait_for(lambda: bool(warmed))
-        assert warmed == [4] and sorted(judged) == ["n0", "n1", "n2", "n3"]
+        assert warmed == [Prepared(nodes=4, shapes=1)] and sorted(judged) == [
+            "n0",
+            "n1",
+            "n2",
+            "n3",
+        ]
+        assert len(grouped) == 1  # the waiting pod's node classes
         judged.clear()
         report = triage(src, namespace="team-0", name="waiting")
-        assert report.failing_layer is not None and judged == []
+        assert report.failing_layer is not None and judged == [] and len(grouped) == 1
     finally:
         src.close()
 

@@ -11,17 +11,20 @@ two reads every evaluation starts from, which say what could not be read.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
-from triage.cluster.quantities import gpu_requests
+from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ReadFailedError
 from triage.cluster.usage import NodeUsage, read_whole
 from triage.layers.base import Context
+from triage.layers.node import NodeHealth
 from triage.layers.scheduling import by_class
 from triage.layers.scheduling.placement import Evaluation, Placement
 from triage.layers.scheduling.reasons import evaluation_digest, node_signals
+from triage.layers.scheduling.registry import needs_filters
 from triage.model import Layer
 
 T = TypeVar("T")
@@ -126,10 +129,44 @@ def pod_shape(ctx: Context, pod: Obj, requests: Mapping[str, int]) -> Shape | No
     """What a node evaluation depends on, for a pod no filter plugin or claim applies to:
     pods of one shape get the same evaluation within a sweep. None for a pod bound by name.
     Remembered per pod spec (specs are replaced, never changed)."""
+    return _shape(ctx.memo, pod, requests)
+
+
+def warm_shapes(
+    memo: IdentityMemo,
+    pods: Iterable[Obj],
+    nodes: list[Obj],
+    healths: list[NodeHealth],
+    usage: Mapping[str, NodeUsage],
+    *,
+    limit: int = 64,
+) -> int:
+    """The nodes evaluated once for each shape of the pods waiting for a node (at most
+    `limit` shapes), as the first triage of a pod of that shape would evaluate them: the node
+    classes, layouts and fits it makes are kept in `memo` for the triages that follow. Pods
+    a filter plugin or claim applies to are evaluated per triage and are skipped. Returns
+    the shapes evaluated."""
+    seen: set[Shape] = set()
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("resourceClaims") or needs_filters(pod):
+            continue
+        requests = pod_requests(pod)
+        shape = _shape(memo, pod, requests)
+        if shape is None or shape in seen:
+            continue
+        seen.add(shape)
+        by_class.evaluate(Placement(pod=pod, requests=requests), nodes, healths, usage, memo=memo)
+        if len(seen) >= limit:
+            break
+    return len(seen)
+
+
+def _shape(memo: IdentityMemo, pod: Obj, requests: Mapping[str, int]) -> Shape | None:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         return None
-    known = ctx.memo.table("pod-shapes")
+    known = memo.table("pod-shapes")
     hit = known.get(id(spec))
     if hit is not None and hit[0] is spec:
         return hit[1]  # type: ignore[no-any-return]
