@@ -330,7 +330,7 @@ def main() -> None:
             from triage import prepare
 
             t = time.perf_counter()
-            done = prepare(cache)
+            done = cache.warm(prepare)  # as the cache's warm-up after the sync runs it
             print(f"warm-up after the sync, as the bot does it (triage.prepare: the health of "
                   f"{done.nodes} nodes, the pod indexes, {done.shapes} shapes of waiting pods "
                   f"evaluated): {time.perf_counter() - t:.2f}s  RSS {rss_mb():.0f} MB")  # fmt: skip

@@ -15,14 +15,18 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kube.client import RawClient, load_client
+from kube.fastjson import gc_paused
 from kube.informer import Informer
 from kube.lists import events_for, kind_type
 from kube.live import LiveSource
 from triage.cluster.objects import Obj
 from triage.cluster.source import KINDS, SourceDefaults, SourceStatus, UnavailableError
 from triage.cluster.usage import NodeUsage, UsageIndex
+
+T = TypeVar("T")
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
 log = logging.getLogger(__name__)
@@ -69,6 +73,7 @@ class CachedSource(SourceDefaults):
         bot's warm-up: `triage.prepare`); what it raises is logged."""
         self.client = client
         self._on_synced = on_synced
+        self._freeze_gc = freeze_gc
         self._closing = threading.Event()
         self.usage = UsageIndex()
         self._sync_timeout, self._stale_after = sync_timeout, stale_after
@@ -112,11 +117,18 @@ class CachedSource(SourceDefaults):
             return
         started = time.monotonic()
         try:
-            self._on_synced(self)
+            self.warm(self._on_synced)
         except Exception:  # a warm-up is an optimisation: the first triage does the work
             log.exception("cluster %s: warm-up after the sync failed", self.cluster_name)
             return
         log.info("cluster %s: warmed up in %.1fs", self.cluster_name, time.monotonic() - started)
+
+    def warm(self, prepare: Callable[[CachedSource], T]) -> T:
+        """`prepare(self)` with the cyclic GC paused, and what it built (the memo's node health,
+        indexes, node classes: as long-lived as the cache) then frozen, as a list's objects
+        are (see `kube.fastjson`). The warm-up after the sync runs through here."""
+        with gc_paused(freeze=self._freeze_gc):
+            return prepare(self)
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         """True once every kind finished its first list (or is known absent/forbidden).

@@ -11,42 +11,13 @@ collections do not walk the whole cache again.
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from triage.cluster.collector import paused as gc_paused
+
+__all__ = ["gc_paused", "loads"]
+
 loads: Callable[[bytes], Any] = orjson.loads
-
-_lock = threading.Lock()
-_holders = 0
-_disabled_by_us = False
-_freeze = False
-
-
-@contextmanager
-def gc_paused(*, freeze: bool = False) -> Iterator[None]:
-    """Pause the cyclic GC while any thread is inside; re-enable it when the last one leaves,
-    first freezing what was allocated meanwhile if any holder asked to (`freeze`)."""
-    global _holders, _disabled_by_us, _freeze
-    with _lock:
-        if _holders == 0 and gc.isenabled():
-            gc.disable()
-            _disabled_by_us = True
-        _holders += 1
-        _freeze = _freeze or freeze
-    try:
-        yield
-    finally:
-        with _lock:
-            _holders -= 1
-            if _holders == 0:
-                if _freeze:
-                    gc.freeze()
-                _freeze = False
-                if _disabled_by_us:
-                    _disabled_by_us = False
-                    gc.enable()

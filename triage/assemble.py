@@ -165,8 +165,10 @@ class _Decision:
     mine: list[Signal] = field(default_factory=list)
 
 
-def _decide(d: Diagnosis, findings: dict[Layer, Finding]) -> _Decision:
-    answer, failing = _answer(d)
+def _decide(
+    d: Diagnosis, findings: dict[Layer, Finding], answered: tuple[Answer, Layer | None]
+) -> _Decision:
+    answer, failing = answered
     t = d.target
     if answer == Answer.UNKNOWN:
         return _Decision(answer, None, _unknown_headline(d))
@@ -235,8 +237,14 @@ def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ())
 def judge(d: Diagnosis) -> TriageVerdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
-    _, failing = _answer(d)
-    decision = _decide(d, {} if failing is None else _findings(d, (failing,)))
+    answered = _answer(d)
+    failing, findings = answered[1], {}
+    if failing is not None:
+        # What the verdict takes from the failing layer's finding, its summary and codes,
+        # comes from its blocking signals alone.
+        mine = [s for s in d.signals if s.blocking and s.layer is failing]
+        findings[failing] = build_finding(failing, mine, d.unknowns, ok_summary="")
+    decision = _decide(d, findings, answered)
     return TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
@@ -263,7 +271,7 @@ def assemble(
     """The full report: every layer's finding, the verdict, and the playbook's steps; with
     `nodes`, every node judged and every evidence line with its references (`-o json`)."""
     findings = _findings(d, complete=nodes)
-    decision = _decide(d, findings)
+    decision = _decide(d, findings, _answer(d))
     target, ref = d.target, _pod_ref(d.target)
     unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()

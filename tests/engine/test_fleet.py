@@ -3,6 +3,7 @@ and what a tenant sees of it."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,30 @@ def test_a_sweep_lists_events_once_for_all_its_triages() -> None:
     rq = next(g for g in result.groups if g.code == "quota.resourcequota-exceeded")
     assert rq.blocking == ["ResourceQuota team-nlp/gpu-quota"]
     assert isinstance(SweepSource(source).cluster_name, str)  # type: ignore[arg-type]
+
+
+def test_a_sweep_pauses_the_cyclic_gc_and_gives_it_back_even_when_it_fails() -> None:
+    """A sweep's thousands of triages run with the collector off (each full collection would
+    walk the whole cache); a bot whose collector stayed off after one would grow without
+    bound."""
+    seen: list[bool] = []
+
+    class Watching(Counting):
+        def objects(self, kind: str, *, namespace: str | None = None) -> list[dict]:
+            seen.append(gc.isenabled())
+            return super().objects(kind, namespace=namespace)
+
+    assert gc.isenabled()
+    sweep(Watching(load_snapshot(FIXTURES / "fleet-many-causes.yaml")))  # type: ignore[arg-type]
+    assert seen and not any(seen) and gc.isenabled()
+
+    class Failing(Counting):
+        def objects(self, kind: str, *, namespace: str | None = None) -> list[dict]:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        sweep(Failing(load_snapshot(FIXTURES / "fleet-many-causes.yaml")))  # type: ignore[arg-type]
+    assert gc.isenabled()
 
 
 def test_the_demo_cluster_groups_every_stuck_workload() -> None:

@@ -8,13 +8,15 @@ with sidecar init containers (restartPolicy Always) counted among the running on
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from triage.cluster.objects import Obj
 from triage.vendors import NVIDIA, accelerator_requests, is_accelerator
+
+T = TypeVar("T")
 
 GPU = NVIDIA.device_resource  # the default accelerator: a step's {resource} when none is asked
 MIG_PREFIX = NVIDIA.partition_prefix or ""
@@ -106,12 +108,29 @@ def _container_requests(container: Obj) -> dict[str, int]:
     return merged
 
 
-# pod spec id -> (the spec, its requests): a triage asks for one pod's requests several times
-# (the fleet view, the scheduling and quota layers, the verdict). Specs are replaced, never
-# changed, so the identity check is enough; the entry keeps the spec alive, so its id is not
-# reused while the entry stands.
-_REQUESTS: dict[int, tuple[Obj, dict[str, int]]] = {}
-_REQUESTS_MAX = 20_000
+class _PerSpec(dict[int, tuple[Obj, Any]]):
+    """Pod spec id -> (the spec, what was worked out from it): a triage asks for one pod's
+    requests several times (the fleet view, the scheduling and quota layers, the verdict),
+    and a sweep asks for those of many pods sharing one spec. Specs are replaced, never
+    changed, so the identity check is enough; the entry keeps the spec alive, so its id is
+    not reused while the entry stands. Emptied when it outgrows `limit`."""
+
+    def __init__(self, limit: int = 20_000) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def of(self, spec: Obj, make: Callable[[Obj], T]) -> T:
+        hit = self.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]  # type: ignore[no-any-return]
+        out = make(spec)
+        if len(self) >= self.limit:
+            self.clear()
+        self[id(spec)] = (spec, out)
+        return out
+
+
+_REQUESTS, _SOURCES = _PerSpec(), _PerSpec()
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:
@@ -120,15 +139,7 @@ def pod_requests(pod: Obj) -> dict[str, int]:
     max(sum of app containers + restartable init (sidecar) containers, largest regular init
     container plus sidecars started before it) + pod overhead.
     """
-    spec = pod.get("spec") or {}
-    hit = _REQUESTS.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    out = _effective_requests(spec)
-    if len(_REQUESTS) >= _REQUESTS_MAX:
-        _REQUESTS.clear()
-    _REQUESTS[id(spec)] = (spec, out)
-    return out
+    return _REQUESTS.of(pod.get("spec") or {}, _effective_requests)
 
 
 def _effective_requests(spec: Obj) -> dict[str, int]:
@@ -157,8 +168,11 @@ def _effective_requests(spec: Obj) -> dict[str, int]:
 def request_sources(pod: Obj) -> dict[str, str]:
     """Per requested resource, what drives the pod's effective request, as a person says it:
     "container trainer", "init container fetch", "containers a, b and sidecar c", with
-    "+ pod overhead" when overhead adds to it."""
-    spec = pod.get("spec") or {}
+    "+ pod overhead" when overhead adds to it. (Shared: callers must not change it.)"""
+    return _SOURCES.of(pod.get("spec") or {}, _request_sources)
+
+
+def _request_sources(spec: Obj) -> dict[str, str]:
     running: dict[str, list[str]] = {}
     for c in spec.get("containers") or []:
         for r, v in _container_requests(c).items():

@@ -81,6 +81,7 @@ class Derived:
 
     short_names: list[str] | None = None  # the nodes short of free resources, by name
     node_signals: list[Signal] | None = None  # the signals the evaluation decides alone
+    sized: list[int] = field(default_factory=list)  # ... those about the pod's size, by index
     lowest_blocking: int | None = None  # the index of the lowest blocking one among them
     digest: tuple[object, ...] | None = None  # what verdicts take from it (`evaluation_digest`)
     # the pod's nodeSelector pairs that no node carries, per selector

@@ -163,8 +163,9 @@ def _signals(
     blocked_now = not nodes.usable and not nodes.joining
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
-    signals = [_with_asks(s, pod, placement) for s in node_signals(
-        pod=pod, placement=placement, nodes=nodes, gpu=gpu)]  # fmt: skip
+    signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu)
+    for i in nodes.derived.sized:
+        signals[i] = _with_asks(signals[i], pod, placement)
     if not nodes.candidates:
         if sched_line:  # the last signal says why no node is a candidate
             signals[-1] = signals[-1].with_evidence(first=[sched_line])
@@ -221,6 +222,7 @@ def node_signals(
         if not nodes.candidates:
             made.append(no_candidate_signal(pod, placement, nodes, gpu))
         derived.node_signals = made
+        derived.sized = [i for i, s in enumerate(made) if s.code in _SIZED]
         derived.lowest_blocking = min(
             (i for i, s in enumerate(made) if s.blocking),
             key=lambda i: made[i].layer.rank,
