@@ -3,9 +3,11 @@ blocking layer), the owner route and the playbook's steps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
+from operator import is_
 
 from triage.cluster.objects import Obj, name_of
 from triage.cluster.quantities import GPU, gpu_requests, pod_requests, wants_gpu
@@ -178,7 +180,6 @@ def _decide(
         )
     finding = findings[failing]
     mine = [s for s in d.signals if s.blocking and s.layer == failing]
-    nodes = [n for s in mine for n in s.nodes]
     owner = d.playbook.route(
         failing,
         namespace=d.route.namespace,
@@ -188,13 +189,36 @@ def _decide(
     cause = Cause(
         layer=failing,
         code=finding.codes[0],
-        nodes=sorted(set(nodes)),
+        nodes=_cause_nodes(mine),
         objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
         vendor=next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
     )
     return _Decision(
         answer, failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine
     )
+
+
+# (ids of the node lists) -> (the lists, held: their ids are not reused meanwhile; every node
+# they name, sorted). A "pool full" signal names thousands of nodes, and a sweep's triages of
+# one pod shape share its list. Kept for the few shapes last seen: at 20,000 nodes an entry
+# holds up to 300 KB.
+_CAUSE_NODES: dict[tuple[int, ...], tuple[tuple[Sequence[str], ...], list[str]]] = {}
+
+
+def _cause_nodes(mine: list[Signal]) -> list[str]:
+    """Every node the blocking signals name, sorted (shared: callers must not change it)."""
+    lists = tuple(s.nodes for s in mine if s.nodes)
+    if not lists:
+        return []
+    key = tuple(map(id, lists))
+    hit = _CAUSE_NODES.get(key)
+    if hit is not None and all(map(is_, hit[0], lists)):
+        return hit[1]
+    nodes = sorted(set(chain.from_iterable(lists)))
+    if len(_CAUSE_NODES) >= 32:
+        _CAUSE_NODES.clear()
+    _CAUSE_NODES[key] = (lists, nodes)
+    return nodes
 
 
 def _unknown_headline(d: Diagnosis) -> str:

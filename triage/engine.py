@@ -15,6 +15,7 @@ from __future__ import annotations
 from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime
+from itertools import chain, islice
 from typing import NamedTuple
 
 from triage.assemble import Diagnosis, Route, answer_of, assemble, judge
@@ -89,8 +90,9 @@ def verdict(
     steps of a full report: what the fleet view needs of each of thousands of workloads.
     Raises as `triage` does."""
     d, _ = _diagnose(
-        source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep
-    )
+        source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep,
+        verdict_only=True,
+    )  # fmt: skip
     return judge(d)
 
 
@@ -151,6 +153,7 @@ def _diagnose(
     playbook: Playbook | None,
     now: datetime | None,
     sweep: SweepState | None,
+    verdict_only: bool = False,
 ) -> tuple[Diagnosis, Context]:
     """Every layer check run on the target, and the root-cause rule applied to their signals."""
     validate_namespace(namespace)
@@ -158,7 +161,10 @@ def _diagnose(
     config = config or EngineConfig()
     target = resolve(source, namespace=namespace, name=name)
     as_of = now or source.as_of or datetime.now(UTC)
-    ctx = Context(source=source, config=config, target=target, now=as_of, sweep=sweep)
+    ctx = Context(
+        source=source, config=config, target=target, now=as_of, sweep=sweep,
+        verdict_only=verdict_only,
+    )  # fmt: skip
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
     relevant = _could_explain(target)
@@ -190,8 +196,8 @@ def _route(ctx: Context, signals: list[Signal], relevant: frozenset[Layer]) -> R
         namespace = ctx.source.get("Namespace", ctx.target.namespace)
     except ReadFailedError:
         namespace = None  # the route falls back to the layer's owner
-    nodes = [n for s in signals if s.blocking and s.layer == failing for n in s.nodes]
-    return Route(namespace, tuple(ctx.node_labels(n) for n in nodes[:5]))
+    nodes = chain.from_iterable(s.nodes for s in signals if s.blocking and s.layer == failing)
+    return Route(namespace, tuple(ctx.node_labels(n) for n in islice(nodes, 5)))
 
 
 def _could_explain(target: Target) -> frozenset[Layer]:

@@ -56,8 +56,12 @@ class Context:
         target: Target,
         now: datetime,
         sweep: SweepState | None = None,
+        verdict_only: bool = False,
     ) -> None:
         self.source, self.config, self.target, self.now = source, config, target, now
+        # The caller takes the verdict alone (`engine.verdict`): a check may leave out side
+        # findings, which never decide it.
+        self.verdict_only = verdict_only
         self.memo: IdentityMemo = source.memo
         self.unknowns: list[Unknown] = list(target.unknowns)
         self.notes: list[str] = []

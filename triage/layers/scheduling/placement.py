@@ -83,9 +83,18 @@ class Derived:
     node_signals: list[Signal] | None = None  # the signals the evaluation decides alone
     sized: list[int] = field(default_factory=list)  # ... those about the pod's size, by index
     lowest_blocking: int | None = None  # the index of the lowest blocking one among them
+    sides: tuple[int, int] = (0, 0)  # where the side findings among them start and end
+    # (id of one of them, what a pod asks) -> (it, it with that line): `reasons._with_asks`
+    asked: dict[tuple[int, str], tuple[Signal, Signal]] = field(default_factory=dict)
     digest: tuple[object, ...] | None = None  # what verdicts take from it (`evaluation_digest`)
     # the pod's nodeSelector pairs that no node carries, per selector
     unmatched: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
+
+    def at(self, index: int, *, sides: bool) -> int:
+        """Where the signal at `index` of `node_signals` is in the list handed out, with or
+        without the side findings (never one of them: they neither block nor state a size)."""
+        start, end = self.sides
+        return index if sides or index < start else index - (end - start)
 
 
 class Evaluation:

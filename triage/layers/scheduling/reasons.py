@@ -23,7 +23,7 @@ from triage.layers.scheduling.autoscaler import NO_READS, ScalingReads, autoscal
 from triage.layers.scheduling.blocks import NodeFit
 from triage.layers.scheduling.filters.resources_fit import INSUFFICIENT
 from triage.layers.scheduling.no_candidate import no_candidate_signal
-from triage.layers.scheduling.placement import Evaluation, Placement
+from triage.layers.scheduling.placement import Derived, Evaluation, Placement
 from triage.layers.scheduling.registry import AFTER_FIT_CODES, MODELLED, SUMMARIES
 from triage.layers.scheduling.scheduler import latest_failed_scheduling, parse
 from triage.model import Layer
@@ -91,10 +91,16 @@ def scheduling_signals(
     events: list[Event],
     now: datetime | None = None,
     reads: ScalingReads = NO_READS,
+    sides: bool = True,
 ) -> list[Signal]:
+    """The scheduling layer's signals for a pod without a node. `sides` False leaves out the
+    side findings on nodes the pod could never use (which never block: a verdict alone needs
+    none of them, and a sweep would carry one per broken node through every triage)."""
     usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
-    signals = _signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu, events=events)
+    signals = _signals(
+        pod=pod, placement=placement, nodes=nodes, gpu=gpu, events=events, sides=sides
+    )
     if not blocked_now or (pod.get("spec") or {}).get("nodeName"):
         return signals
     # Nothing can take the pod now: is a node on its way, or why will none come? A node on
@@ -156,6 +162,7 @@ def _signals(
     nodes: Evaluation,
     gpu: dict[str, int],
     events: list[Event],
+    sides: bool,
 ) -> list[Signal]:
     """The scheduling signals from the evaluation, lowest layer first: candidates blocked at
     some layer, nodes joining, validator contradictions, side findings on nodes the pod could
@@ -163,9 +170,11 @@ def _signals(
     blocked_now = not nodes.usable and not nodes.joining
     sched = latest_failed_scheduling(pod, events)
     sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
-    signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu)
-    for i in nodes.derived.sized:
-        signals[i] = _with_asks(signals[i], pod, placement)
+    signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu, sides=sides)
+    derived = nodes.derived
+    for i in derived.sized:
+        at = derived.at(i, sides=sides)
+        signals[at] = _with_asks(signals[at], pod, placement, derived)
     if not nodes.candidates:
         if sched_line:  # the last signal says why no node is a candidate
             signals[-1] = signals[-1].with_evidence(first=[sched_line])
@@ -173,7 +182,9 @@ def _signals(
     usable = _usable_signals(pod, nodes.usable, sched, sched_line)
     if sched_line and blocked_now:
         # the lowest blocking signal: among the evaluation's (found once), then these
-        lowest = _lowest_blocking(signals, nodes, placement)
+        lowest = derived.lowest_blocking
+        if lowest is not None:
+            lowest = derived.at(lowest, sides=sides)
         for i, s in enumerate(usable, start=len(signals)):
             if s.blocking and (lowest is None or s.layer.rank < signals[lowest].layer.rank):
                 lowest = i
@@ -189,36 +200,43 @@ _SIZED = frozenset({INSUFFICIENT, "scheduling.request-too-large",
                     "scheduling.resource-not-offered", "scheduling.no-mig-profile"})  # fmt: skip
 
 
-def _with_asks(signal: Signal, pod: Obj, placement: Placement) -> Signal:
+def _with_asks(signal: Signal, pod: Obj, placement: Placement, derived: Derived) -> Signal:
     """A signal about the pod's size, with what the pod asks and what drives each request
-    (evaluations are shared by pods of one shape, whose containers may differ)."""
+    (evaluations are shared by pods of one shape, whose containers may differ): made once
+    per signal and line for the triages sharing the evaluation (`derived`)."""
     if signal.code not in _SIZED:
         return signal
     requests = placement.requests
     devices = {r: v for r, v in requests.items() if is_extended(r)}
     wanted = devices or {r: v for r, v in requests.items() if r != "pods"}
-    return signal.with_evidence(then=[asks(pod, wanted)]) if wanted else signal
-
-
-def _lowest_blocking(signals: list[Signal], nodes: Evaluation, placement: Placement) -> int | None:
-    """The index of the lowest-layer blocking signal of `node_signals` (first of equals),
-    found when they were made."""
-    return nodes.derived.lowest_blocking
+    if not wanted:
+        return signal
+    line = asks(pod, wanted)
+    kept = derived.asked
+    found = kept.get((id(signal), line))
+    if found is None or found[0] is not signal:
+        if len(kept) >= 256:
+            kept.clear()
+        found = kept[(id(signal), line)] = (signal, signal.with_evidence(then=[line]))
+    return found[1]
 
 
 def node_signals(
-    *, pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int]
+    *, pod: Obj, placement: Placement, nodes: Evaluation, gpu: dict[str, int], sides: bool = True
 ) -> list[Signal]:
     """What the evaluation alone decides, the same for every pod it was made for (pods of one
     shape share it in a sweep): computed once per evaluation. The signals are shared (and
-    immutable); the list is the caller's."""
+    immutable); the list is the caller's, without the side findings when `sides` is False
+    (`Derived.at` maps an index of the whole list into it)."""
     derived = nodes.derived
     made = derived.node_signals
     if made is None:
         blocked_now = not nodes.usable and not nodes.joining
         made = _blocked_signals(nodes, blocked_now=blocked_now)
         made += _joining_signals(nodes)
-        made += _side_signals(nodes, placement)
+        side = _side_signals(nodes, placement)
+        derived.sides = (len(made), len(made) + len(side))
+        made += side
         if not nodes.candidates:
             made.append(no_candidate_signal(pod, placement, nodes, gpu))
         derived.node_signals = made
@@ -228,7 +246,10 @@ def node_signals(
             key=lambda i: made[i].layer.rank,
             default=None,
         )
-    return list(made)
+    if sides:
+        return list(made)
+    start, end = derived.sides
+    return made[:start] + made[end:]
 
 
 def evaluation_digest(placement: Placement, nodes: Evaluation) -> tuple[object, ...]:
