@@ -186,7 +186,9 @@ def _decide(
         node_labels=list(d.route.node_labels),
         codes=finding.codes[:1],
     )
-    cause = Cause(
+    # Built from typed values: not validated again, so that a cause blocking on a whole pool
+    # shares its sorted node list (`_cause_nodes`) rather than copying thousands of names.
+    cause = Cause.model_construct(
         layer=failing,
         code=finding.codes[0],
         nodes=_cause_nodes(mine),

@@ -4,9 +4,11 @@ conditions, controller owners, and one line on why a pod is unhealthy.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 
 def pod_terminated(pod: Obj) -> bool:
@@ -94,3 +96,25 @@ def pod_problem(pod: Obj, *, messages: bool = True) -> str | None:
     if phase == "Running" and condition_true(pod, "Ready") is False:
         return "running but not Ready"
     return None
+
+
+class PerSpec(dict[int, tuple[Obj, Any]]):
+    """Pod spec id -> (the spec, what was worked out from it alone), for work asked of one
+    pod several times a triage, or of the many pods of a sweep that share one spec (the
+    cache's pods of one template do). Specs are replaced, never changed, so the identity check
+    is enough; the entry keeps the spec alive, so its id is not reused while the entry stands.
+    Emptied when it outgrows `limit`."""
+
+    def __init__(self, limit: int = 20_000) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def of(self, spec: Obj, make: Callable[[Obj], T]) -> T:
+        hit = self.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]  # type: ignore[no-any-return]
+        out = make(spec)
+        if len(self) >= self.limit:
+            self.clear()
+        self[id(spec)] = (spec, out)
+        return out

@@ -8,15 +8,13 @@ with sidecar init containers (restartPolicy Always) counted among the running on
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
-from triage.cluster.objects import Obj
+from triage.cluster.objects import Obj, PerSpec
 from triage.vendors import NVIDIA, accelerator_requests, is_accelerator
-
-T = TypeVar("T")
 
 GPU = NVIDIA.device_resource  # the default accelerator: a step's {resource} when none is asked
 MIG_PREFIX = NVIDIA.partition_prefix or ""
@@ -108,29 +106,9 @@ def _container_requests(container: Obj) -> dict[str, int]:
     return merged
 
 
-class _PerSpec(dict[int, tuple[Obj, Any]]):
-    """Pod spec id -> (the spec, what was worked out from it): a triage asks for one pod's
-    requests several times (the fleet view, the scheduling and quota layers, the verdict),
-    and a sweep asks for those of many pods sharing one spec. Specs are replaced, never
-    changed, so the identity check is enough; the entry keeps the spec alive, so its id is
-    not reused while the entry stands. Emptied when it outgrows `limit`."""
-
-    def __init__(self, limit: int = 20_000) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def of(self, spec: Obj, make: Callable[[Obj], T]) -> T:
-        hit = self.get(id(spec))
-        if hit is not None and hit[0] is spec:
-            return hit[1]  # type: ignore[no-any-return]
-        out = make(spec)
-        if len(self) >= self.limit:
-            self.clear()
-        self[id(spec)] = (spec, out)
-        return out
-
-
-_REQUESTS, _SOURCES = _PerSpec(), _PerSpec()
+# A triage asks for one pod's requests several times (the fleet view, the scheduling and
+# quota layers, the verdict), and a sweep for those of many pods sharing one spec.
+_REQUESTS, _SOURCES = PerSpec(), PerSpec()
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:

@@ -271,10 +271,20 @@ class _Pools:
     def __init__(self, source: ClusterSource, labels: Iterable[str]) -> None:
         self._source, self._keys = source, (*labels, *POOL_FALLBACK)
         self._index: dict[str, str] | None = None
+        # id of a node list -> (the list, its pools): verdicts of one shape share their
+        # cause's node list (`assemble._cause_nodes`), thousands of names for a full pool
+        self._seen: dict[int, tuple[list[str], list[str]]] = {}
 
-    def of(self, nodes: Iterable[str]) -> list[str]:
+    def of(self, nodes: list[str]) -> list[str]:
         """The pools of `nodes`, sorted (a cause blocking on thousands of nodes of one pool
         names one pool)."""
+        hit = self._seen.get(id(nodes))
+        if hit is not None and hit[0] is nodes:
+            return hit[1]
+        self._seen[id(nodes)] = (nodes, pools := self._of(nodes))
+        return pools
+
+    def _of(self, nodes: list[str]) -> list[str]:
         index = self._index
         if index is None:
             index = self._index = {}

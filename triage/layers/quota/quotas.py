@@ -55,10 +55,10 @@ def check_resource_quotas(inp: QuotaInput) -> None:
                 h, u = amount(res, hard_raw), amount(res, used.get(key, 0))
             except ValueError:
                 continue
-            need = _quota_need(key, subject) if subject is not None else None
-            shown = f"{fmt_amount(res, u)}/{fmt_amount(res, h)}"
-            line = f"ResourceQuota {name_of(rq)}{scoped}: {key} used {shown}"
-            if inp.pod is None and need and u + need > h:
+            need = _quota_need(key, subject) if inp.pod is None and subject is not None else None
+            if need and u + need > h:
+                shown = f"{fmt_amount(res, u)}/{fmt_amount(res, h)}"
+                line = f"ResourceQuota {name_of(rq)}{scoped}: {key} used {shown}"
                 inp.signals.append(
                     Signal(
                         Layer.QUOTA,
@@ -70,6 +70,7 @@ def check_resource_quotas(inp: QuotaInput) -> None:
                     )
                 )
             elif u >= h and (is_accelerator(res) or key in ("pods", "count/pods")):
+                shown = f"{fmt_amount(res, u)}/{fmt_amount(res, h)}"
                 inp.signals.append(
                     Signal(
                         Layer.QUOTA,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from triage.cluster.objects import Obj
+from triage.cluster.objects import Obj, PerSpec, name_of
 from triage.layers.scheduling import dra
 from triage.layers.scheduling.filters import (
     affinity,
@@ -75,5 +75,15 @@ POD_FIELDS = tuple(dict.fromkeys(f for p in FILTERS for f in p.pod_fields))
 
 
 def needs_filters(pod: Obj) -> bool:
-    """Whether any filter that reads other objects applies to the pod."""
+    """Whether any filter that reads other objects applies to the pod: remembered per spec
+    for a pod (what the plugins look at is its spec, and whether it has a name yet)."""
+    if not name_of(pod):
+        return _needs_filters(pod)
+    return _NEEDS.of(pod.get("spec") or {}, lambda _: _needs_filters(pod))
+
+
+_NEEDS = PerSpec()
+
+
+def _needs_filters(pod: Obj) -> bool:
     return any(p.applies(pod) for p in (*BEFORE_FIT, *AFTER_FIT))
