@@ -168,6 +168,7 @@ def _diagnose(
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
     relevant = _could_explain(target)
+    playbook = playbook or load_playbook()
     diagnosis = Diagnosis(
         source=source,
         target=target,
@@ -175,8 +176,8 @@ def _diagnose(
         unknowns=ctx.unknowns,
         headline=_headline(ctx, outcomes, signals),
         ok_summaries={k: v for o in outcomes for k, v in o.ok.items()},
-        route=_route(ctx, signals, relevant),
-        playbook=playbook or load_playbook(),
+        route=_route(ctx, signals, relevant, playbook),
+        playbook=playbook,
         config=config,
         relevant=relevant,
         unread=tuple(ctx.unread),
@@ -185,17 +186,22 @@ def _diagnose(
     return diagnosis, ctx
 
 
-def _route(ctx: Context, signals: list[Signal], relevant: frozenset[Layer]) -> Route:
+def _route(
+    ctx: Context, signals: list[Signal], relevant: frozenset[Layer], playbook: Playbook
+) -> Route:
     """What the failing layer's owner route is chosen by (read here, so that assembling the
     report reads nothing): the namespace object, and the labels of the first nodes the
-    failing layer blocks on."""
+    failing layer blocks on; each only when the playbook routes by it (then the answer
+    depends on it: a sweep that keeps answers triages again when it changes)."""
     answer, failing = answer_of(signals, ctx.unknowns, relevant)
     if answer != Answer.BLOCKED or failing is None:
         return Route()
-    try:
-        namespace = ctx.source.get("Namespace", ctx.target.namespace)
-    except ReadFailedError:
-        namespace = None  # the route falls back to the layer's owner
+    namespace = None  # the route falls back to the layer's owner
+    if failing in playbook.namespaces.layers:
+        with suppress(ReadFailedError):
+            namespace = ctx.source.get("Namespace", ctx.target.namespace)
+    if not playbook.node_pools.routes:
+        return Route(namespace)
     nodes = chain.from_iterable(s.nodes for s in signals if s.blocking and s.layer == failing)
     return Route(namespace, tuple(ctx.node_labels(n) for n in islice(nodes, 5)))
 
