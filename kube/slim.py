@@ -94,8 +94,8 @@ def _condition(cond: Obj) -> Obj:
 def _status_key(status: Obj) -> Hashable:
     """What the slim form of a pod status (`_slim_status`) is made of, as a hashable key:
     every field it keeps, in the decoded order, and of each condition and container state
-    the fields it keeps. Raises TypeError (or AttributeError) for a part that is not a plain
-    value."""
+    the fields it keeps. Raises AttributeError for a part that is not a mapping; a key with
+    a part that is not a plain value raises TypeError when looked up."""
     parts: list[tuple[str, Any]] = []
     for k, v in status.items():
         if k == "conditions":
@@ -127,8 +127,7 @@ def _status_key(status: Obj) -> Hashable:
         elif k not in _POD_STATUS:
             continue
         parts.append((k, v))
-    hash(tuple(parts))  # raises TypeError here for an unhashable part
-    return tuple(parts)
+    return tuple(parts)  # looking it up raises TypeError for an unhashable part
 
 
 def _state_key(state: Any) -> Hashable:
@@ -238,7 +237,10 @@ def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
     has is unique per pod and would cost ~200 bytes each."""
     volumes = spec.get("volumes")
     claims = [v for v in volumes or () if "persistentVolumeClaim" in v or "ephemeral" in v]
-    seen = spec if volumes is None else {k: v for k, v in spec.items() if k != "volumes"}
+    seen = spec
+    if volumes is not None:
+        seen = spec.copy()
+        del seen["volumes"]
     try:
         key: Hashable = digest(orjson.dumps(seen) + (orjson.dumps(claims) if claims else b""))
     except TypeError:  # not JSON (no API server sends that): made each time
