@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gpu_triage.settings import Settings
     from incidents.store import IncidentStore
     from kube.cache import CachedSource
-    from triage import ClusterSource, Playbook, SourceStatus
+    from triage import ClusterSource, EngineConfig, Playbook, SourceStatus
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +91,12 @@ def run(args: argparse.Namespace) -> int:
     playbook = _playbook(settings)
     alerts = _alerts_config(settings.alerts)
     store = _store(settings)
-    clusters = _sources(settings, args)
+    config = settings.engine_config()
+    clusters = _sources(settings, args, config)
     metrics = Metrics(store=store, caches=clusters.caches)
     service = TriageService(
         source_for=clusters.source_for,
-        config=settings.engine_config(),
+        config=config,
         playbook=playbook,
         store=store,
         metrics=metrics,
@@ -327,9 +328,12 @@ class Clusters:
     statuses: Callable[[], list[SourceStatus]] | None = None  # for /gpu clusters (live)
 
 
-def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
+def _sources(
+    settings: Any, args: argparse.Namespace, config: EngineConfig | None = None
+) -> Clusters:
     """A snapshot serves one cluster. Live, the clusters are kubeconfig contexts, each with a
-    watch-backed cache so that a warm triage costs one API request (its events).
+    watch-backed cache so that a warm triage costs one API request (its events), warmed up
+    under `config` once synced.
 
     With GPU_TRIAGE_CLUSTERS the bot serves exactly those contexts: every cache starts
     syncing now, every one is swept for alerts, and `--cluster` names one of them (the first
@@ -354,7 +358,7 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
     from kube.errors import ConfigError
     from triage import EngineConfig, prepare
 
-    engine_config = getattr(settings, "engine_config", EngineConfig)()
+    engine_config = config or EngineConfig()
 
     watch = _cluster_list(getattr(settings, "clusters", None), args.kubeconfig, kube_contexts)
     registry = ClusterRegistry(
@@ -366,8 +370,8 @@ def _sources(settings: Any, args: argparse.Namespace) -> Clusters:
             # a triage on a cluster whose cache is not synced yet waits this long, then says so
             sync_timeout=SYNC_WAIT,
             watch_list=getattr(settings, "watch_list", True),
-            # once synced, every node's health is judged ahead: the first question is answered
-            # as fast as the next
+            # once synced, every node's health is judged and each waiting pod shape's nodes
+            # evaluated ahead: the first question is answered as fast as the next
             on_synced=lambda cache: prepare(cache, config=engine_config),
         ),
     )
