@@ -111,6 +111,21 @@ def delay() -> float:
 
 @pytest.fixture
 def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float) -> Iterator[Bot]:
+    with running_bot(settings, fake, store, policy=POLICY, delay=delay) as running:
+        yield running
+
+
+@contextmanager
+def running_bot(
+    settings: Settings,
+    fake: FakeSlack,
+    store: IncidentStore,
+    *,
+    policy: dict[str, Any],
+    delay: float = 0.0,
+) -> Iterator[Bot]:
+    """The bot serving the demo cluster (as "demo" or by default) under `policy`, each read
+    taking `delay` seconds."""
     source = SlowSource(objects(), delay=delay)
 
     def source_for(cluster: str | None) -> ClusterSource:
@@ -119,7 +134,7 @@ def bot(fake: FakeSlack, store: IncidentStore, settings: Settings, delay: float)
         return source
 
     service = CountingService(source_for=source_for, store=store, metrics=Metrics(store=store))
-    with serving(settings, fake, service=service, store=store, policy=POLICY) as (app, server):
+    with serving(settings, fake, service=service, store=store, policy=policy) as (app, server):
         base = f"http://127.0.0.1:{server.port}"
         yield Bot(
             slack=SlackSender(url=base + "/slack/events", fake_url=fake.url),

@@ -17,12 +17,10 @@ import pytest
 import yaml
 
 from bot.slack.testing import FakeSlack
-from gpu_triage.metrics import Metrics
 from incidents.store import IncidentStore
-from tests.bot.bot_cluster import OTHER_TENANT_POD, SlowSource, objects
-from tests.bot.conftest import POLICY, Bot, CountingService, serving
+from tests.bot.bot_cluster import OTHER_TENANT_POD
+from tests.bot.conftest import POLICY, Bot, running_bot
 from tests.bot.test_bot_cli import _env
-from triage import ClusterSource
 
 PLACED: dict[str, Any] = copy.deepcopy(POLICY)
 PLACED["tenants"][0]["channels"] = ["CTEAMA", "CEPH", "CTHREAD"]
@@ -32,26 +30,8 @@ FAQ = "ask Is a Pending GPU pod always an operator failure?"
 
 @pytest.fixture
 def placed(fake: FakeSlack, store: IncidentStore, settings: Any) -> Iterator[Bot]:
-    source = SlowSource(objects(), delay=0.0)
-
-    def source_for(cluster: str | None) -> ClusterSource:
-        if cluster not in (None, "demo"):
-            raise LookupError(cluster)
-        return source
-
-    service = CountingService(source_for=source_for, store=store, metrics=Metrics(store=store))
-    with serving(settings, fake, service=service, store=store, policy=PLACED) as (app, server):
-        yield Bot(
-            slack=_sender(server.port, fake), fake=fake, app=app, server=server,
-            service=service, store=store, source=source,
-            base_url=f"http://127.0.0.1:{server.port}",
-        )  # fmt: skip
-
-
-def _sender(port: int, fake: FakeSlack) -> Any:
-    from bot.slack.testing import SlackSender
-
-    return SlackSender(url=f"http://127.0.0.1:{port}/slack/events", fake_url=fake.url)
+    with running_bot(settings, fake, store, policy=PLACED) as bot:
+        yield bot
 
 
 def _shown(call: Any) -> str:
