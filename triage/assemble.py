@@ -167,10 +167,10 @@ class _Decision:
     mine: list[Signal] = field(default_factory=list)
 
 
-def _decide(
-    d: Diagnosis, findings: dict[Layer, Finding], answered: tuple[Answer, Layer | None]
-) -> _Decision:
-    answer, failing = answered
+def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) -> _Decision:
+    """The verdict; `finding_of(layer, its blocking signals)` gives the failing layer's
+    finding."""
+    answer, failing = _answer(d)
     t = d.target
     if answer == Answer.UNKNOWN:
         return _Decision(answer, None, _unknown_headline(d))
@@ -178,8 +178,8 @@ def _decide(
         return _Decision(
             answer, None, d.headline or f"{t.kind} {t.name}: nothing blocks it at any layer"
         )
-    finding = findings[failing]
     mine = [s for s in d.signals if s.blocking and s.layer == failing]
+    finding = finding_of(failing, mine)
     owner = d.playbook.route(
         failing,
         namespace=d.route.namespace,
@@ -263,14 +263,9 @@ def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ())
 def judge(d: Diagnosis) -> TriageVerdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
-    answered = _answer(d)
-    failing, findings = answered[1], {}
-    if failing is not None:
-        # What the verdict takes from the failing layer's finding, its summary and codes,
-        # comes from its blocking signals alone.
-        mine = [s for s in d.signals if s.blocking and s.layer is failing]
-        findings[failing] = build_finding(failing, mine, d.unknowns, ok_summary="")
-    decision = _decide(d, findings, answered)
+    # What the verdict takes from the failing layer's finding, its summary and codes, comes
+    # from its blocking signals alone.
+    decision = _decide(d, lambda layer, mine: build_finding(layer, mine, d.unknowns, ok_summary=""))
     return TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
@@ -297,7 +292,7 @@ def assemble(
     """The full report: every layer's finding, the verdict, and the playbook's steps; with
     `nodes`, every node judged and every evidence line with its references (`-o json`)."""
     findings = _findings(d, complete=nodes)
-    decision = _decide(d, findings, _answer(d))
+    decision = _decide(d, lambda layer, _: findings[layer])
     target, ref = d.target, _pod_ref(d.target)
     unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()
