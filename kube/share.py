@@ -85,7 +85,12 @@ class Sharer:
         in a watch's bursts). Only the last few are kept: most owners have a single pod, and
         a table of every owner would cost more in keys than it saved."""
         try:
-            key = tuple([tuple([r.get(k, ABSENT) for k in _OWNER_REF]) for r in refs])
+            parts = []
+            for r in refs:  # the fields of _OWNER_REF, in its order (a loop: it runs per pod)
+                get = r.get
+                parts.append((get("apiVersion", ABSENT), get("kind", ABSENT),
+                              get("name", ABSENT), get("controller", ABSENT)))  # fmt: skip
+            key = tuple(parts)
             found = self._owners.get(key)
         except (AttributeError, TypeError):  # not a dict, or an odd value: kept unshared
             return [

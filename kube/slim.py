@@ -59,9 +59,12 @@ _OBJECT = ("kind", "apiVersion", "metadata", "spec", "status")
 
 def _pick(src: Obj | None, keys: frozenset[str]) -> Obj:
     # Over the object's own keys: decoded typed (`kube.decode`), it has few beyond these.
-    if not src:
-        return {}
-    return {k: v for k, v in src.items() if k in keys}
+    out: Obj = {}
+    if src:
+        for k, v in src.items():  # a loop: a comprehension is a call of its own (per pod)
+            if k in keys:
+                out[k] = v
+    return out
 
 
 def slim_meta(
@@ -95,35 +98,31 @@ def _status_key(status: Obj) -> Hashable:
     """What the slim form of a pod status (`_slim_status`) is made of, as a hashable key:
     every field it keeps, in the decoded order, and of each condition and container state
     the fields it keeps. Raises AttributeError for a part that is not a mapping; a key with
-    a part that is not a plain value raises TypeError when looked up."""
+    a part that is not a plain value raises TypeError when looked up. (Loops, not
+    comprehensions: this runs for every pod of a list, and each comprehension is a call.)"""
     parts: list[tuple[str, Any]] = []
     for k, v in status.items():
         if k == "conditions":
-            v = tuple(
-                [
-                    (
-                        c.get("type", ABSENT),
-                        c.get("status", ABSENT),
-                        c.get("reason", ABSENT),
-                        c.get("message", ABSENT),
-                        c.get("lastTransitionTime", ABSENT)
-                        if c.get("status") != "True"
-                        else ABSENT,
-                    )
-                    for c in v or ()
-                ]
-            )
+            conditions: list[tuple[Any, ...]] = []
+            for c in v or ():
+                get = c.get
+                if get("status") == "True":  # when it became true is dropped
+                    conditions.append((get("type", ABSENT), get("reason", ABSENT),
+                                       get("message", ABSENT)))  # fmt: skip
+                else:
+                    conditions.append((get("type", ABSENT), get("status", ABSENT),
+                                       get("reason", ABSENT), get("message", ABSENT),
+                                       get("lastTransitionTime", ABSENT)))  # fmt: skip
+            v = tuple(conditions)
         elif k == "containerStatuses" or k == "initContainerStatuses":
-            v = tuple(
-                [
-                    (
-                        tuple([cs.get(f, ABSENT) for f in _CONTAINER_STATUS_PLAIN]),
-                        _state_key(cs.get("state", ABSENT)),
-                        _state_key(cs.get("lastState", ABSENT)),
-                    )
-                    for cs in v or ()
-                ]
-            )
+            containers: list[tuple[Any, ...]] = []
+            for cs in v or ():
+                get = cs.get
+                containers.append((get("name", ABSENT), get("ready", ABSENT),
+                                   get("started", ABSENT), get("restartCount", ABSENT),
+                                   _state_key(get("state", ABSENT)),
+                                   _state_key(get("lastState", ABSENT))))  # fmt: skip
+            v = tuple(containers)
         elif k not in _POD_STATUS:
             continue
         parts.append((k, v))
@@ -133,12 +132,19 @@ def _status_key(status: Obj) -> Hashable:
 def _state_key(state: Any) -> Hashable:
     if not state or state is ABSENT:
         return (ABSENT, state is None, state is ABSENT)
-    return tuple(
-        [
-            (k, tuple([(f, x) for f, x in (sub or {}).items() if f not in _STATE_DROP]), not sub)
-            for k, sub in state.items()
-        ]
-    )
+    key: list[Any] = []
+    for k, sub in state.items():
+        key.append(k)
+        key.append(not sub)
+        for f, x in (sub or {}).items():
+            if f not in _STATE_DROP:
+                key.append(f)
+                key.append(x)
+        key.append(_END)
+    return tuple(key)
+
+
+_END = object()  # ends a state's fields in its key
 
 
 # Of a container's state, what the engine reads: that it runs, why it waits, how it ended.
@@ -236,7 +242,10 @@ def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
     claims matter (to the volume filters); the service-account token volume every pod
     has is unique per pod and would cost ~200 bytes each."""
     volumes = spec.get("volumes")
-    claims = [v for v in volumes or () if "persistentVolumeClaim" in v or "ephemeral" in v]
+    claims: list[Obj] = []
+    for v in volumes or ():
+        if "persistentVolumeClaim" in v or "ephemeral" in v:
+            claims.append(v)
     seen = spec
     if volumes is not None:
         seen = spec.copy()
