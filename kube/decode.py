@@ -171,6 +171,45 @@ class _NodeEvent(TypedDict, total=False):
     object: _Node | None
 
 
+# What a node's usage is worked out from (`triage.cluster.usage.contribution`: the pod's name,
+# the node it is bound to, its phase, and its effective requests, `pod_requests`): a triage
+# that must know every node's usage reads every running pod for that alone.
+
+
+class _UsageMeta(TypedDict, total=False):
+    name: Any
+    namespace: Any
+
+
+class _UsageContainer(TypedDict, total=False):
+    resources: Any
+    restartPolicy: Any
+
+
+class _UsageSpec(TypedDict, total=False):
+    nodeName: Any
+    containers: list[_UsageContainer] | None
+    initContainers: list[_UsageContainer] | None
+    overhead: Any
+
+
+class _UsageStatus(TypedDict, total=False):
+    phase: Any
+
+
+class _UsagePod(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _UsageMeta | None
+    spec: _UsageSpec | None
+    status: _UsageStatus | None
+
+
+class _UsagePodList(TypedDict, total=False):
+    metadata: Any
+    items: list[_UsagePod] | None
+
+
 _EVENT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "Pod": msgspec.json.Decoder(_PodEvent),
     "Node": msgspec.json.Decoder(_NodeEvent),
@@ -192,11 +231,21 @@ def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
     return None if typed is None else _or_whole(typed)
 
 
+def usage_decoder() -> Callable[[bytes], Any]:
+    """A decoder of pod list pages that keeps only what the pods' usage of their nodes is
+    worked out from (`triage.cluster.usage.usage_of`); a tenth of what `list_decoder("Pod")`
+    keeps, so every running pod of a large cluster costs little while it is summed."""
+    return _or_whole(_USAGE_DECODER)
+
+
 def event_decoder(kind: str) -> Callable[[bytes], Any]:
     """A decoder of one watch event line of `kind`, as `list_decoder` decodes list pages (any
     kind: events of kinds kept whole, or of unexpected shape, are decoded whole)."""
     typed = _EVENT_DECODERS.get(kind)
     return _loads if typed is None else _or_whole(typed)
+
+
+_USAGE_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UsagePodList)
 
 
 def _or_whole(typed: msgspec.json.Decoder[Any]) -> Callable[[bytes], Any]:

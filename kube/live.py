@@ -16,9 +16,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Future
+from typing import Any
 
 from kube.client import RawClient, context_namespace, load_client
-from kube.decode import list_decoder
+from kube.decode import list_decoder, usage_decoder
 from kube.fastjson import gc_paused
 from kube.lists import PAGE_SIZE, events_for, kind_type, list_objects
 from kube.node_usage import NodeUsageReads
@@ -126,7 +127,13 @@ class LiveSource(SourceDefaults):
                 found = self._lists[key] = start(lambda: self._list(*key))
         return found
 
-    def _list(self, kind: str, namespace: str | None, selector: str | None = None) -> list[Obj]:
+    def _list(
+        self,
+        kind: str,
+        namespace: str | None,
+        selector: str | None = None,
+        decode: Callable[[bytes], Any] | None = None,
+    ) -> list[Obj]:
         # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
         # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed.
         whole = kind == "Pod" and namespace is None and selector is None
@@ -137,7 +144,7 @@ class LiveSource(SourceDefaults):
                 namespace=namespace,
                 field_selector=selector,
                 page_size=self.page_size,
-                decode=list_decoder(kind),  # pods, nodes, events: what the engine reads
+                decode=decode or list_decoder(kind),  # pods, nodes, events: what is read
                 transform=projection("Pod") if whole else None,
             )
         return items
@@ -230,10 +237,12 @@ class LiveSource(SourceDefaults):
         return pods
 
     def _active_pods(self) -> list[Obj]:
+        """Every running pod, for the nodes' usage alone: decoded to what that is worked out
+        from (`kube.decode.usage_decoder`), unless the sweep read every pod anyway."""
         whole = self._whole("Pod")
         if whole is not None:
             return whole
-        return self._list("Pod", None, ACTIVE_PODS)
+        return self._list("Pod", None, ACTIVE_PODS, decode=usage_decoder())
 
     def _node_count(self) -> int | None:
         nodes = self._whole("Node")

@@ -215,3 +215,33 @@ def test_the_cache_keeps_every_pod_field_a_scheduler_filter_reads() -> None:
         wanted = _at(pod, path)
         assert any(w is not None for w in wanted), f"the test pod lacks {path}"
         assert _at(kept, path) == wanted, f"the cache drops {path}, which a filter reads"
+
+
+def test_pods_read_for_usage_alone_sum_to_the_same_usage_and_keep_little() -> None:
+    """A triage that must know every node's usage reads every running pod for that alone:
+    decoded to what usage is worked out from (`usage_decoder`), the pods of every fixture,
+    with init containers, sidecars, overhead and finished pods among them, sum to the usage
+    the whole pods do, while their conditions, statuses and selectors are left out."""
+    from kube.decode import usage_decoder
+    from triage.cluster.usage import usage_of
+
+    sidecar = {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}
+    overhead = {"metadata": {"name": "kata", "namespace": "ns"},
+                "spec": {"nodeName": "n1", "overhead": {"cpu": "250m", "memory": "160Mi"},
+                         "initContainers": [sidecar],
+                         "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+                "status": {"phase": "Running"}}  # fmt: skip
+    finished = [overhead | {"metadata": {"name": phase.lower(), "namespace": "ns"},
+                            "status": {"phase": phase}} for phase in ("Succeeded", "Failed")]  # fmt: skip
+    pods = [*_objects("Pod"), overhead, *finished]
+    spec_keys = {k for p in pods for k in p.get("spec") or {}}
+    assert {"initContainers", "overhead", "affinity"} <= spec_keys
+    assert {"Succeeded", "Failed", "Running"} <= {p["status"].get("phase") for p in pods}
+    page = orjson.dumps({"metadata": {}, "items": pods}, default=str)
+    decoded = usage_decoder()(page)["items"]
+    whole = orjson.loads(page)["items"]
+    assert usage_of(decoded) == usage_of(whole)
+    assert len(usage_of(whole)) > 10
+    assert not any("conditions" in (p.get("status") or {}) for p in decoded)
+    assert not any("affinity" in (p.get("spec") or {}) for p in decoded)
+    assert len(orjson.dumps(decoded)) * 4 < len(page)

@@ -76,6 +76,8 @@ Contribution = tuple[str, dict[str, int]]
 
 
 def contribution(pod: Obj) -> Contribution | None:
+    # What this reads (with `pod_requests`) is all a live source decodes of the pods it reads
+    # for usage alone (`kube.decode.usage_decoder`): read a new field of them there too.
     node = (pod.get("spec") or {}).get("nodeName")
     if not node or pod_terminated(pod):
         return None
