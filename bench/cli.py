@@ -5,14 +5,12 @@
 
 `bench.run` starts it after measuring the floor and prints its figures against that floor.
 Prints one JSON line per measurement: {"what", "ms", "requests", "detail"}; the first is the
-sweep of every namespace, with the process's peak RSS then; each triage's detail has how far
-its own peak RSS rose above the process's RSS when it started.
+sweep of every namespace, with the process's peak RSS then.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import time
 from pathlib import Path
@@ -25,19 +23,11 @@ from triage.fleet import sweep
 from triage.playbooks import load_playbook
 
 
-def peak_rss_mb(field: str = "VmHWM") -> float:
-    """The process's peak RSS (or another /proc/self/status field: "VmRSS", now) in MB."""
+def peak_rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
+        if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def reset_peak_rss() -> None:
-    """Start the process's peak RSS over from its current RSS (Linux: /proc/self/clear_refs),
-    so each command's peak is its own."""
-    with contextlib.suppress(OSError):  # not Linux, or not allowed: the peaks add up
-        Path("/proc/self/clear_refs").write_text("5")
 
 
 def usage_read(source: LiveSource) -> str:
@@ -75,20 +65,12 @@ def main() -> None:
     for what, pods in cases.items():
         for i in range(args.rounds):
             ns, name = pods[i % len(pods)]
-            reset_peak_rss()
-            start = peak_rss_mb("VmRSS")
             t = time.perf_counter()
             source = connect(kubeconfig=args.kubeconfig, read_ahead="triage")
             report = triage(source, namespace=ns, name=name, playbook=playbook)
             seconds = time.perf_counter() - t
             layer = report.failing_layer.value if report.failing_layer else "-"
-            read = usage_read(source)
-            emit(
-                what,
-                seconds,
-                source,
-                f"{layer}; read {read}; peak RSS +{peak_rss_mb() - start:.0f} MB",
-            )
+            emit(what, seconds, source, f"{layer}; read {usage_read(source)}")
             source.close()
 
 
