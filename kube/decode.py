@@ -171,6 +171,67 @@ class _NodeEvent(TypedDict, total=False):
     object: _Node | None
 
 
+# For the watch cache's projection (`kube.slim`), a pod spec's fields are kept as their JSON
+# text: most pods have a spec another pod of their workload and node has, and `kube.slim`
+# looks it up by that text, decoding it only when it is new. Volumes are decoded: of them only
+# claims are kept, and the token volume every pod has is its own.
+Text = msgspec.Raw
+
+
+class _TextPodSpec(TypedDict, total=False):
+    nodeName: Text
+    nodeSelector: Text
+    affinity: Text
+    tolerations: Text
+    overhead: Text
+    priority: Text
+    priorityClassName: Text
+    preemptionPolicy: Text
+    runtimeClassName: Text
+    schedulingGates: Text
+    resourceClaims: Text
+    schedulerName: Text
+    serviceAccountName: Text
+    topologySpreadConstraints: Text
+    containers: Text
+    initContainers: Text
+    volumes: list[_Volume] | None
+
+
+class _SlimPod(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _Meta | None
+    spec: _TextPodSpec | None
+    status: _PodStatus | None
+
+
+class _SlimPodList(TypedDict, total=False):
+    metadata: Any
+    items: list[_SlimPod] | None
+
+
+class _SlimPodEvent(TypedDict, total=False):
+    type: Any
+    object: _SlimPod | None
+
+
+# A spec field kept as text, decoded when its spec is new: containers as the projection reads
+# them, anything else whole.
+_CONTAINERS: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[_Container] | None)
+_WHOLE: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+_SPEC_PARTS = {"containers": _CONTAINERS, "initContainers": _CONTAINERS}
+
+
+def spec_part(key: str, text: msgspec.Raw) -> Any:
+    """A pod spec field kept as text by the projection's decoders, decoded (a value of an
+    unexpected shape whole)."""
+    try:
+        return _SPEC_PARTS.get(key, _WHOLE).decode(text)
+    except msgspec.ValidationError:
+        return _WHOLE.decode(text)
+
+
 # What a node's usage is worked out from (`triage.cluster.usage.contribution`: the pod's name,
 # the node it is bound to, its phase, and its effective requests, `pod_requests`): a triage
 # that must know every node's usage reads every running pod for that alone.
@@ -222,12 +283,13 @@ _LIST_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
-def list_decoder(kind: str) -> Callable[[bytes], Any] | None:
+def list_decoder(kind: str, *, projected: bool = False) -> Callable[[bytes], Any] | None:
     """A decoder of `kind`'s list pages that keeps only what its projection reads (for Events,
     which are not cached: what the engine reads; None: the kind is kept whole, decode it as it
-    is). A page that does not fit the shapes (a field of
-    an unexpected type) is decoded whole instead: the projection copes with both."""
-    typed = _LIST_DECODERS.get(kind)
+    is). A page that does not fit the shapes (a field of an unexpected type) is decoded whole
+    instead: the projection copes with both. `projected`: every object will go through
+    `kube.slim.projection`, which also takes a pod spec's fields as text (`_TextPodSpec`)."""
+    typed = (_PROJECTED_LISTS if projected else _LIST_DECODERS).get(kind)
     return None if typed is None else _or_whole(typed)
 
 
@@ -238,14 +300,16 @@ def usage_decoder() -> Callable[[bytes], Any]:
     return _or_whole(_USAGE_DECODER)
 
 
-def event_decoder(kind: str) -> Callable[[bytes], Any]:
+def event_decoder(kind: str, *, projected: bool = False) -> Callable[[bytes], Any]:
     """A decoder of one watch event line of `kind`, as `list_decoder` decodes list pages (any
     kind: events of kinds kept whole, or of unexpected shape, are decoded whole)."""
-    typed = _EVENT_DECODERS.get(kind)
+    typed = (_PROJECTED_EVENTS if projected else _EVENT_DECODERS).get(kind)
     return _loads if typed is None else _or_whole(typed)
 
 
 _USAGE_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UsagePodList)
+_PROJECTED_LISTS = _LIST_DECODERS | {"Pod": msgspec.json.Decoder(_SlimPodList)}
+_PROJECTED_EVENTS = _EVENT_DECODERS | {"Pod": msgspec.json.Decoder(_SlimPodEvent)}
 
 
 def _or_whole(typed: msgspec.json.Decoder[Any]) -> Callable[[bytes], Any]:

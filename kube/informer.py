@@ -252,7 +252,7 @@ class Informer:
                     self.client,
                     self.rt,
                     transform=self._project,
-                    decode=event_decoder(self.rt.kind),
+                    decode=event_decoder(self.rt.kind, projected=True),
                 )
             except WatchListRefused as e:
                 log.info("%s: watch-list refused, listing instead: %s", self.rt.plural, e)
@@ -262,7 +262,10 @@ class Informer:
                 return items, rv
         self.protocol = "list"
         return list_objects(
-            self.client, self.rt, transform=self._project, decode=list_decoder(self.rt.kind)
+            self.client,
+            self.rt,
+            transform=self._project,
+            decode=list_decoder(self.rt.kind, projected=True),
         )
 
     def _watch(self) -> None:

@@ -144,7 +144,7 @@ class LiveSource(SourceDefaults):
                 namespace=namespace,
                 field_selector=selector,
                 page_size=self.page_size,
-                decode=decode or list_decoder(kind),  # pods, nodes, events: what is read
+                decode=decode or list_decoder(kind, projected=whole),  # what is read
                 transform=projection("Pod") if whole else None,
             )
         return items

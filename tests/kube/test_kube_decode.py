@@ -42,19 +42,59 @@ def _objects(kind: str) -> list[Obj]:
     return found
 
 
+def _ordered(value: Any) -> Any:
+    """`value` with every mapping as the list of its items: compared, the order counts."""
+    if isinstance(value, dict):
+        return [(k, _ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("projected", [False, True], ids=["typed", "for-projection"])
 @pytest.mark.parametrize("kind", ["Pod", "Node"])
-def test_typed_pages_slim_to_the_same_objects(kind: str) -> None:
+def test_typed_pages_slim_to_the_same_objects(kind: str, projected: bool) -> None:
     objs = _objects(kind)
     assert len(objs) > 20  # the fixtures hold many of each
     page = orjson.dumps({"kind": f"{kind}List", "metadata": {"resourceVersion": "7"},
                          "items": objs}, default=str)  # fmt: skip
-    decode = list_decoder(kind)
+    decode = list_decoder(kind, projected=projected)
     assert decode is not None
     typed, whole = decode(page), orjson.loads(page)
     assert typed["metadata"] == whole["metadata"]
     slim_typed, slim_whole = projection(kind), projection(kind)
     for a, b in zip(typed["items"], whole["items"], strict=True):
-        assert slim_typed(a) == slim_whole(b), a.get("metadata", {}).get("name")
+        made = slim_typed(a)
+        assert _ordered(made) == _ordered(slim_whole(b)), a.get("metadata", {}).get("name")
+
+
+def test_a_workload_s_pods_on_many_nodes_slim_from_one_template() -> None:
+    """Decoded for the projection, the pods of one workload on several nodes (and one still
+    waiting) slim to what their whole JSON slims to, field order included: each its own node,
+    the rest of the spec (containers, tolerations) one shared object. A pod of the same
+    template with a claim, or with another image, is not taken for them."""
+    from tests.builders import pod
+
+    pods = [pod(f"w-{i}", node_name=f"n{i}", gpus=1, phase="Running") for i in range(4)]
+    pods.append(pod("w-waiting", gpus=1))
+    other = pod("w-other", node_name="n1", gpus=1, phase="Running")
+    other["spec"]["containers"][0]["image"] = "other:2"
+    claimed = pod("w-claimed", node_name="n2", gpus=1, phase="Running")
+    claimed["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]
+    everything = [*pods, other, claimed]
+    page = orjson.dumps({"metadata": {}, "items": everything})
+    decode = list_decoder("Pod", projected=True)
+    assert decode is not None
+    slim, slim_whole = projection("Pod"), projection("Pod")
+    made = [slim(p) for p in decode(page)["items"]]
+    for got, whole in zip(made, orjson.loads(page)["items"], strict=True):
+        assert _ordered(got) == _ordered(slim_whole(whole))
+    specs = [p["spec"] for p in made]
+    assert [s.get("nodeName") for s in specs] == ["n0", "n1", "n2", "n3", None, "n1", "n2"]
+    assert len({id(s["containers"]) for s in specs[:5]}) == 1
+    assert specs[5]["containers"][0]["image"] == "other:2"
+    assert specs[6]["volumes"] == [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]
+    assert "volumes" not in specs[2]
 
 
 def test_a_page_of_unexpected_shape_is_decoded_whole() -> None:
