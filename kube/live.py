@@ -194,7 +194,7 @@ class LiveSource(SourceDefaults):
                 items = self._lists[key].result()
             except ReadFailedError:
                 return None
-            found = self._named[key] = {(ns_of(o), name_of(o)): o for o in items}
+            found = self._named[key] = _by_name(items)
         return found
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
@@ -255,6 +255,18 @@ class LiveSource(SourceDefaults):
         self.client.close()
         self._lists, self._named, self._node_pods, self._indexes = {}, {}, {}, {}
         self._usage = None
+
+
+def _by_name(items: list[Obj]) -> dict[tuple[str, str], Obj]:
+    """`{(ns_of(o), name_of(o)): o}`, in a loop with the accessors inline: a sweep's list of
+    every pod is 600,000 of them at 20,000 nodes."""
+    found: dict[tuple[str, str], Obj] = {}
+    for o in items:
+        m = o.get("metadata")
+        if not isinstance(m, dict):
+            m = {}
+        found[(str(m.get("namespace", "")), str(m.get("name", "")))] = o
+    return found
 
 
 def _now(read: Callable[[], list[Obj]]) -> Future[list[Obj]]:

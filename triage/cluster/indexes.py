@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
-from triage.cluster.objects import Obj, meta, pod_problem
+from triage.cluster.objects import Obj, PerSpec, meta, pod_problem
 
 if TYPE_CHECKING:
     from triage.cluster.source import ClusterSource
@@ -30,16 +30,32 @@ ANY = "*"
 
 def _owner_keys(pod: Obj) -> Iterable[Hashable]:
     m = meta(pod)
+    refs = m.get("ownerReferences")
+    if not refs:
+        return ()
     ns = m.get("namespace") or ""
-    return [(ns, r.get("kind"), r.get("name")) for r in m.get("ownerReferences") or ()]
+    keys = []
+    for r in refs:  # a loop: this runs for every pod of a list
+        keys.append((ns, r.get("kind"), r.get("name")))
+    return keys
+
+
+# A pod's problem is its status's (`pod_problem` reads nothing else), and the cache's pods of
+# one workload share their status (`kube.slim`): worked out once per status.
+_PROBLEMS = PerSpec(limit=5_000)
 
 
 def _troubled_keys(pod: Obj) -> Iterable[Hashable]:
-    if (pod.get("status") or {}).get("phase") == "Succeeded":
+    status = pod.get("status") or {}
+    if status.get("phase") == "Succeeded":
         return ()
-    if pod_problem(pod, messages=False) is None:
+    if _PROBLEMS.of(status, _problem) is None:
         return ()
     return (meta(pod).get("namespace") or "", ANY)
+
+
+def _problem(status: Obj) -> str | None:
+    return pod_problem({"status": status}, messages=False)
 
 
 INDEXERS: dict[tuple[str, str], Indexer] = {
@@ -67,7 +83,10 @@ class Index:
     def _add(self, obj: Obj) -> None:
         by_head = self._by_head
         for k in self._fn(obj):
-            head, last = _split(k)
+            if type(k) is tuple and len(k) > 1:  # `_split`, inline: this runs for every pod
+                head, last = k[:-1], k[-1]
+            else:
+                head, last = None, k
             filed = by_head.get(head)
             if filed is None:
                 filed = by_head[head] = {}

@@ -101,9 +101,9 @@ def pod_problem(pod: Obj, *, messages: bool = True) -> str | None:
 class PerSpec(dict[int, tuple[Obj, Any]]):
     """Pod spec id -> (the spec, what was worked out from it alone), for work asked of one
     pod several times a triage, or of the many pods of a sweep that share one spec (the
-    cache's pods of one template do). Specs are replaced, never changed, so the identity check
-    is enough; the entry keeps the spec alive, so its id is not reused while the entry stands.
-    Emptied when it outgrows `limit`."""
+    cache's pods of one template do); the same for a pod's status. Specs and statuses are
+    replaced, never changed, so the identity check is enough; the entry keeps the object
+    alive, so its id is not reused while the entry stands. Emptied when it outgrows `limit`."""
 
     def __init__(self, limit: int = 20_000) -> None:
         super().__init__()

@@ -109,6 +109,11 @@ def _container_requests(container: Obj) -> dict[str, int]:
 # A triage asks for one pod's requests several times (the fleet view, the scheduling and
 # quota layers, the verdict), and a sweep for those of many pods sharing one spec.
 _REQUESTS, _SOURCES = PerSpec(), PerSpec()
+# Requests by what they are worked out from: a workload's pods on different nodes have specs
+# of their own but the same containers (`kube.share`): 17 lists for 22,593 specs at 5,000
+# nodes. (The parts held, so their ids stay theirs while an entry stands.)
+_BY_PARTS: dict[tuple[int, int, int], tuple[tuple[Any, Any, Any], dict[str, int]]] = {}
+_PARTS_LIMIT = 20_000
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:
@@ -117,7 +122,25 @@ def pod_requests(pod: Obj) -> dict[str, int]:
     max(sum of app containers + restartable init (sidecar) containers, largest regular init
     container plus sidecars started before it) + pod overhead.
     """
-    return _REQUESTS.of(pod.get("spec") or {}, _effective_requests)
+    return _REQUESTS.of(pod.get("spec") or {}, _requests_by_parts)
+
+
+def _requests_by_parts(spec: Obj) -> dict[str, int]:
+    parts = (spec.get("containers"), spec.get("initContainers"), spec.get("overhead"))
+    key = (id(parts[0]), id(parts[1]), id(parts[2]))
+    hit = _BY_PARTS.get(key)
+    if (
+        hit is not None
+        and hit[0][0] is parts[0]
+        and hit[0][1] is parts[1]
+        and hit[0][2] is parts[2]
+    ):
+        return hit[1]
+    out = _effective_requests(spec)
+    if len(_BY_PARTS) >= _PARTS_LIMIT:
+        _BY_PARTS.clear()
+    _BY_PARTS[key] = (parts, out)
+    return out
 
 
 def _effective_requests(spec: Obj) -> dict[str, int]:
