@@ -113,17 +113,27 @@ def pod(
     res: Obj = {"requests": {"cpu": "8", "memory": "64Gi"}, "limits": {"memory": "64Gi"}}
     if gpu:
         res["limits"][resource] = str(gpu)
+    # Every real pod has a service-account token volume of its own, mounted in each container
+    # (its name ends in five random characters), and each container its own ID.
+    token = f"kube-api-access-{zlib.crc32(f'{ns}/{name}'.encode()) % 16**5:05x}"
     container = {
         "name": "main", "image": "registry.example.com/train:2025.01", "resources": res,
         "command": ["python", "-m", "train"], "args": ["--epochs", "100", "--config", "/cfg"],
         "env": [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(12)],
-        "volumeMounts": [{"name": f"vol-{i}", "mountPath": f"/mnt/{i}"} for i in range(4)],
+        "volumeMounts": [{"name": f"vol-{i}", "mountPath": f"/mnt/{i}"} for i in range(4)]
+        + [{"name": token, "readOnly": True,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
         "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
         "ports": [{"containerPort": 8080, "protocol": "TCP"}],
     }  # fmt: skip
     spec: Obj = {
         "containers": [container],
-        "volumes": [{"name": f"vol-{i}", "emptyDir": {}} for i in range(4)],
+        "volumes": [{"name": f"vol-{i}", "emptyDir": {}} for i in range(4)]
+        + [{"name": token, "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
         "tolerations": [{"key": k, "operator": "Exists", "effect": "NoSchedule"}
                         for k in ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron")],
         "serviceAccountName": "default", "restartPolicy": "Never", "schedulerName": "default-scheduler",
@@ -138,7 +148,8 @@ def pod(
                            for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
             "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0,
                                    "image": container["image"], "imageID": "sha256:abc",
-                                   "containerID": "containerd://abc", "started": True,
+                                   "containerID": f"containerd://{zlib.crc32(name.encode()):08x}",
+                                   "started": True,
                                    "state": {"running": {"startedAt": _ts(name + "s")}}}],
         }  # fmt: skip
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name.rsplit("-", 1)[0],
