@@ -173,8 +173,10 @@ class _NodeEvent(TypedDict, total=False):
 
 # For the watch cache's projection (`kube.slim`), a pod spec's fields are kept as their JSON
 # text: most pods have a spec another pod of their workload and node has, and `kube.slim`
-# looks it up by that text, decoding it only when it is new. Volumes are decoded: of them only
-# claims are kept, and the token volume every pod has is its own.
+# looks it up by that text, decoding it only when it is new. Volumes and containers are
+# decoded: the service-account token volume every pod has is its own, and so is each
+# container's mount of it (of volumes only claims are kept, of containers what `_Container`
+# names).
 Text = msgspec.Raw
 
 
@@ -193,8 +195,8 @@ class _TextPodSpec(TypedDict, total=False):
     schedulerName: Text
     serviceAccountName: Text
     topologySpreadConstraints: Text
-    containers: Text
-    initContainers: Text
+    containers: list[_Container] | None
+    initContainers: list[_Container] | None
     volumes: list[_Volume] | None
 
 
@@ -216,20 +218,12 @@ class _SlimPodEvent(TypedDict, total=False):
     object: _SlimPod | None
 
 
-# A spec field kept as text, decoded when its spec is new: containers as the projection reads
-# them, anything else whole.
-_CONTAINERS: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[_Container] | None)
 _WHOLE: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
-_SPEC_PARTS = {"containers": _CONTAINERS, "initContainers": _CONTAINERS}
 
 
-def spec_part(key: str, text: msgspec.Raw) -> Any:
-    """A pod spec field kept as text by the projection's decoders, decoded (a value of an
-    unexpected shape whole)."""
-    try:
-        return _SPEC_PARTS.get(key, _WHOLE).decode(text)
-    except msgspec.ValidationError:
-        return _WHOLE.decode(text)
+def spec_part(text: msgspec.Raw) -> Any:
+    """A pod spec field kept as text by the projection's decoders, decoded."""
+    return _WHOLE.decode(text)
 
 
 # What a node's usage is worked out from (`triage.cluster.usage.contribution`: the pod's name,

@@ -265,17 +265,20 @@ def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
 
 
 def _spec_text(spec: Obj, *, node: bool = True) -> bytes | None:
-    """A spec decoded for the projection (`kube.decode`: each field but its volumes as JSON
-    text) as one string: each field after its name (with `node=False`, but the node, marked
-    where it came). None for a spec decoded whole. Within an API server's answers equal
-    fields are equal text (it writes map keys sorted)."""
+    """A spec decoded for the projection (`kube.decode`: each field but its volumes and
+    containers as JSON text) as one string: each field after its name, the containers as
+    decoded (with `node=False`, but the node, marked where it came). None for a spec decoded
+    whole. Within an API server's answers equal fields are equal text (it writes map keys
+    sorted)."""
     parts: list[Any] = []
     for k, v in spec.items():
         if type(v) is not Text:
             if k == "volumes":
                 continue
-            return None
-        if k == "nodeName" and not node:
+            if k != "containers" and k != "initContainers":
+                return None
+            v = orjson.dumps(v)  # what `_Container` names of each: no mount of the token
+        elif k == "nodeName" and not node:
             parts.append(b"@")  # no field is named so
             continue
         parts.append(k.encode())
@@ -304,12 +307,12 @@ def _shared_text_spec(sharer: Sharer, spec: Obj, claims: list[Obj], text: bytes)
         )
     else:
         made = template.copy()  # the node keeps its place among the fields
-        made["nodeName"] = sharer.text(spec_part("nodeName", node))
+        made["nodeName"] = sharer.text(spec_part(node))
     return sharer.keep(sharer.specs, key, made)
 
 
 def _decoded_spec(spec: Obj) -> Obj:
-    return {k: spec_part(k, v) if type(v) is Text else v for k, v in spec.items()}
+    return {k: spec_part(v) if type(v) is Text else v for k, v in spec.items()}
 
 
 def _shared_status(sharer: Sharer, status: Obj) -> Obj:

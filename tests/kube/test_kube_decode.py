@@ -77,11 +77,16 @@ def test_a_workload_s_pods_on_many_nodes_slim_from_one_template() -> None:
 
     pods = [pod(f"w-{i}", node_name=f"n{i}", gpus=1, phase="Running") for i in range(4)]
     pods.append(pod("w-waiting", gpus=1))
+    pods.append(pod("w-4", node_name="n0", gpus=1, phase="Running"))  # n0's second
     other = pod("w-other", node_name="n1", gpus=1, phase="Running")
     other["spec"]["containers"][0]["image"] = "other:2"
     claimed = pod("w-claimed", node_name="n2", gpus=1, phase="Running")
-    claimed["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]
     everything = [*pods, other, claimed]
+    for p in everything:  # each its own token volume, mounted in its container, as pods have
+        token = f"kube-api-access-{p['metadata']['name']}"
+        p["spec"]["volumes"] = [{"name": token, "projected": {"sources": []}}]
+        p["spec"]["containers"][0]["volumeMounts"] = [{"name": token, "mountPath": "/var/run"}]
+    claimed["spec"]["volumes"].append({"name": "d", "persistentVolumeClaim": {"claimName": "d"}})
     page = orjson.dumps({"metadata": {}, "items": everything})
     decode = list_decoder("Pod", projected=True)
     assert decode is not None
@@ -90,10 +95,11 @@ def test_a_workload_s_pods_on_many_nodes_slim_from_one_template() -> None:
     for got, whole in zip(made, orjson.loads(page)["items"], strict=True):
         assert _ordered(got) == _ordered(slim_whole(whole))
     specs = [p["spec"] for p in made]
-    assert [s.get("nodeName") for s in specs] == ["n0", "n1", "n2", "n3", None, "n1", "n2"]
-    assert len({id(s["containers"]) for s in specs[:5]}) == 1
-    assert specs[5]["containers"][0]["image"] == "other:2"
-    assert specs[6]["volumes"] == [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]
+    assert [s.get("nodeName") for s in specs] == ["n0", "n1", "n2", "n3", None, "n0", "n1", "n2"]
+    assert specs[5] is specs[0]  # one spec for a workload's pods on one node, mounts aside
+    assert len({id(s["containers"]) for s in specs[:6]}) == 1
+    assert specs[6]["containers"][0]["image"] == "other:2"
+    assert specs[7]["volumes"] == [{"name": "d", "persistentVolumeClaim": {"claimName": "d"}}]
     assert "volumes" not in specs[2]
 
 
