@@ -30,6 +30,7 @@ class _Meta(TypedDict, total=False):
     creationTimestamp: Any
     deletionTimestamp: Any
     generation: Any
+    resourceVersion: Any  # a watch event's: where the watch has got to (the cache drops it)
 
 
 class _Container(TypedDict, total=False):

@@ -283,11 +283,15 @@ class Informer:
             self._shutdown = shutdown
             self.state = "synced"
             self._healthy()
+            decode = event_decoder(self.rt.kind, projected=True)
             try:
                 for line in lines:
                     if self._stop.is_set():
                         return
-                    self._apply(loads(line))
+                    event = decode(line)
+                    if decode is not loads and event.get("type") not in _OBJECT_EVENTS:
+                        event = loads(line)  # a bookmark, or an error's Status: read whole
+                    self._apply(event)
             finally:
                 self._shutdown = None
 
@@ -336,6 +340,13 @@ class Informer:
             self._rv = rv or self._rv
         if self._on_change is not None:
             self._on_change(old, new_value)
+
+
+# Watch events that carry an object of the watched kind: decoded as list pages are (only what
+# the projection keeps), so a pod a watch adds shares its spec with its workload's pods listed
+# before it (decoded whole, its spec would be looked up by its containers' mounts of its own
+# token: a spec of its own for every pod added after the first sync).
+_OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
 
 
 def _unchanged(old: Obj, new: Obj) -> bool:

@@ -643,3 +643,49 @@ def test_a_failing_warm_up_is_logged_and_the_cache_serves_on(
         assert len(src.objects("Pod")) == 30
     finally:
         src.close()
+
+
+def test_a_pod_the_watch_adds_shares_its_spec_with_its_listed_siblings(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    """Pods of one workload on one node, each with its own token volume mounted in its
+    container as every pod has: the one the watch adds after the sync holds the very spec its
+    listed sibling holds (decoded as list pages are), and the watch still tracks where it got
+    to (a pod's resourceVersion) and applies a change and a delete."""
+
+    def replica(name: str) -> Obj:
+        made = pod(name, node_name="n1", gpus=1, ns="team-0", phase="Running", selector={})
+        token = f"kube-api-access-{name}"
+        made["spec"]["volumes"] = [{"name": token, "projected": {"sources": []}}]
+        made["spec"]["containers"][0]["volumeMounts"] = [{"name": token, "mountPath": "/run"}]
+        return made
+
+    api.apply(node("n1"))
+    api.apply(replica("w-0"))
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(RawClient(client_api, cluster_name=name), watch_timeout=5, stale_after=0)
+    src.start()
+    try:
+        assert src.wait_synced(10)
+        api.apply(replica("w-1"))
+        rv = str(api.rv)
+        wait_for(lambda: src.resource_version("Pod") == rv)
+        listed, added = (
+            src.get("Pod", "w-0", namespace="team-0"),
+            src.get("Pod", "w-1", namespace="team-0"),
+        )
+        assert listed is not None and added is not None
+        assert added["spec"] is listed["spec"]
+        finished = replica("w-1")
+        finished["status"]["phase"] = "Failed"
+        api.apply(finished)
+        wait_for(
+            lambda: (
+                (src.get("Pod", "w-1", namespace="team-0") or {}).get("status", {}).get("phase")
+                == "Failed"
+            )
+        )
+        api.delete("Pod", "w-0", namespace="team-0")
+        wait_for(lambda: src.get("Pod", "w-0", namespace="team-0") is None)
+    finally:
+        src.close()
