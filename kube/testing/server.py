@@ -12,6 +12,7 @@ import bisect
 import json
 import re
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -309,6 +310,13 @@ class FakeApiServer:
 class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # a cache opens ~20 watches at once; the default 5 drops SYNs
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a source closed with a kept-alive connection) is how
+        clients end, not an error of the server: not printed. Anything else is."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
