@@ -68,6 +68,14 @@ def test_typed_pages_slim_to_the_same_objects(kind: str, projected: bool) -> Non
         assert _ordered(made) == _ordered(slim_whole(b)), a.get("metadata", {}).get("name")
 
 
+def test_the_projection_s_pod_spec_shape_names_every_field_the_typed_one_does() -> None:
+    """Decoded for the projection, a spec keeps the same fields (most as text): a field added
+    to one shape and not the other would be kept by one path of the cache and not the other."""
+    from kube import decode
+
+    assert decode._TextPodSpec.__annotations__.keys() == decode._PodSpec.__annotations__.keys()
+
+
 def test_a_workload_s_pods_on_many_nodes_slim_from_one_template() -> None:
     """Decoded for the projection, the pods of one workload on several nodes (and one still
     waiting) slim to what their whole JSON slims to, field order included: each its own node,
