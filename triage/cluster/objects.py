@@ -71,7 +71,8 @@ def pod_problem(pod: Obj, *, messages: bool = True) -> str | None:
     """One line describing why a pod is not healthy, or None if it is running and ready.
 
     `messages=False` leaves out kubelet's free-text messages (which embed pod uids and
-    back-off timers) and keeps the reasons and restart counts.
+    back-off timers) and keeps the reasons and restart counts. It reads the pod's status
+    alone (`triage.cluster.indexes` remembers it per status object).
     """
     status = pod.get("status") or {}
     phase = status.get("phase")
