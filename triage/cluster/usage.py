@@ -133,7 +133,9 @@ class UsageIndex:
             c = contribution(pod)
             if c is None:
                 continue
-            u = usage.setdefault(c[0], NodeUsage())
+            u = usage.get(c[0])
+            if u is None:  # not setdefault: that would make a NodeUsage for every pod
+                u = usage[c[0]] = NodeUsage()
             for res, amount in c[1].items():
                 u.requests[res] = u.requests.get(res, 0) + amount
             u.pods.append(f"{ns_of(pod)}/{name_of(pod)}")
