@@ -3,12 +3,12 @@ blocking layer), the owner route and the playbook's steps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain
-from operator import is_
 
+from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, name_of
 from triage.cluster.quantities import GPU, gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
@@ -200,11 +200,10 @@ def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) 
     )
 
 
-# (ids of the node lists) -> (the lists, held: their ids are not reused meanwhile; every node
-# they name, sorted). A "pool full" signal names thousands of nodes, and a sweep's triages of
-# one pod shape share its list. Kept for the few shapes last seen: at 20,000 nodes an entry
-# holds up to 300 KB.
-_CAUSE_NODES: dict[tuple[int, ...], tuple[tuple[Sequence[str], ...], list[str]]] = {}
+# The sorted nodes of the blocking signals' node lists, by those lists. A "pool full" signal
+# names thousands of nodes, and a sweep's triages of one pod shape share its list. Kept for
+# the few shapes last seen: at 20,000 nodes an entry holds up to 300 KB.
+_CAUSE_NODES = IdentityMemo(maxsize=32)
 
 
 def _cause_nodes(mine: list[Signal]) -> list[str]:
@@ -212,15 +211,9 @@ def _cause_nodes(mine: list[Signal]) -> list[str]:
     lists = tuple(s.nodes for s in mine if s.nodes)
     if not lists:
         return []
-    key = tuple(map(id, lists))
-    hit = _CAUSE_NODES.get(key)
-    if hit is not None and all(map(is_, hit[0], lists)):
-        return hit[1]
-    nodes = sorted(set(chain.from_iterable(lists)))
-    if len(_CAUSE_NODES) >= 32:
-        _CAUSE_NODES.clear()
-    _CAUSE_NODES[key] = (lists, nodes)
-    return nodes
+    return _CAUSE_NODES.get(
+        tuple(map(id, lists)), lists, lambda: sorted(set(chain.from_iterable(lists)))
+    )
 
 
 def _unknown_headline(d: Diagnosis) -> str:

@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
+from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, PerSpec
 from triage.vendors import NVIDIA, accelerator_requests, is_accelerator
 
@@ -111,9 +112,8 @@ def _container_requests(container: Obj) -> dict[str, int]:
 _REQUESTS, _SOURCES = PerSpec(), PerSpec()
 # Requests by what they are worked out from: a workload's pods on different nodes have specs
 # of their own but the same containers (`kube.share`): 17 lists for 22,593 specs at 5,000
-# nodes. (The parts held, so their ids stay theirs while an entry stands.)
-_BY_PARTS: dict[tuple[int, int, int], tuple[tuple[Any, Any, Any], dict[str, int]]] = {}
-_PARTS_LIMIT = 20_000
+# nodes.
+_BY_PARTS = IdentityMemo(maxsize=20_000)
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:
@@ -127,20 +127,7 @@ def pod_requests(pod: Obj) -> dict[str, int]:
 
 def _requests_by_parts(spec: Obj) -> dict[str, int]:
     parts = (spec.get("containers"), spec.get("initContainers"), spec.get("overhead"))
-    key = (id(parts[0]), id(parts[1]), id(parts[2]))
-    hit = _BY_PARTS.get(key)
-    if (
-        hit is not None
-        and hit[0][0] is parts[0]
-        and hit[0][1] is parts[1]
-        and hit[0][2] is parts[2]
-    ):
-        return hit[1]
-    out = _effective_requests(spec)
-    if len(_BY_PARTS) >= _PARTS_LIMIT:
-        _BY_PARTS.clear()
-    _BY_PARTS[key] = (parts, out)
-    return out
+    return _BY_PARTS.get(tuple(map(id, parts)), parts, lambda: _effective_requests(spec))
 
 
 def _effective_requests(spec: Obj) -> dict[str, int]:
