@@ -27,7 +27,14 @@ from kube.lists import WatchListRefused, list_objects, stream_objects
 from kube.slim import projection
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj
-from triage.cluster.source import ForbiddenError, ResourceType, SourceError, UnavailableError, key
+from triage.cluster.source import (
+    ForbiddenError,
+    ResourceType,
+    SourceError,
+    UnavailableError,
+    by_namespace,
+    key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -222,10 +229,7 @@ class Informer:
 
     def _replace(self) -> None:
         items, rv = self._initial()
-        by_ns: dict[str, dict[str, Obj]] = {}
-        for obj in items:
-            ns, name = key(obj)
-            by_ns.setdefault(ns, {})[name] = obj
+        by_ns = by_namespace(items)
         with self._lock:
             names = list(self._indexes)
         indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}

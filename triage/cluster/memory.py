@@ -16,7 +16,7 @@ from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.kinds import ALL_KINDS
 from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj
-from triage.cluster.source import SourceDefaults, key
+from triage.cluster.source import SourceDefaults, by_namespace, key
 from triage.cluster.usage import NodeUsage, UsageIndex
 
 
@@ -47,10 +47,7 @@ class MemorySource(SourceDefaults):
             kind = obj.get("kind")
             if kind in self._by_kind:
                 self._by_kind[kind][key(obj)] = obj
-        self._by_ns: dict[str, dict[str, dict[str, Obj]]] = {k: {} for k in ALL_KINDS}
-        for kind, objs in self._by_kind.items():
-            for (ns, name), obj in objs.items():
-                self._by_ns[kind].setdefault(ns, {})[name] = obj
+        self._by_ns = {kind: by_namespace(objs.values()) for kind, objs in self._by_kind.items()}
         self._usage: UsageIndex | None = None
         self._usage_now: dict[str, NodeUsage] | None = None
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None

@@ -15,7 +15,7 @@ namespace its user works in (`default_namespace`) and whether its first read is 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -174,5 +174,19 @@ class SourceDefaults:
 
 
 def key(obj: Obj) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def by_namespace(objs: Iterable[Obj]) -> dict[str, dict[str, Obj]]:
+    """`objs` by namespace, then name (as `key` names them); of two with one key, the last."""
+    found: dict[str, dict[str, Obj]] = {}
+    for obj in objs:
+        ns, name = key(obj)
+        named = found.get(ns)
+        if named is None:  # not setdefault: that would make a dict for every object
+            named = found[ns] = {}
+        named[name] = obj
+    return found
