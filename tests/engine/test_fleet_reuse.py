@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from triage import load_snapshot
+from triage.cluster.kinds import ALL_KINDS
 from triage.cluster.memory import MemorySource
 from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.fleet import FleetMemo, Sweep, stuck_workloads, sweep
@@ -267,3 +268,30 @@ def test_a_node_heartbeat_triages_nothing_again() -> None:
     again = _kept(src, memo, now)
     assert again.reused == first.triaged - _on_nodes(src)
     assert _answer(again) == _answer(first)
+
+
+def _afresh(src: MemorySource) -> MemorySource:
+    """A source made anew from `src`'s objects: nothing remembered from earlier sweeps."""
+    objects = [o for kind in ALL_KINDS if kind not in src.not_served for o in src.objects(kind)]
+    return MemorySource(
+        objects, cluster_name=src.cluster_name, not_served=src.not_served, scope=src.scope
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [FIXTURES / "fleet-many-causes.yaml", DEMO, FIXTURES / "mixed-driver-and-full.yaml"],
+    ids=lambda p: p.stem,
+)  # fmt: skip
+def test_what_a_source_remembers_never_outlives_a_change(path: Path) -> None:
+    """The work a source keeps between sweeps (every node judged once per pod shape, node
+    health, the stack view) is redone when what it came from changed: a long-lived source
+    answers as one made afresh from the same objects, change after change."""
+    rnd = random.Random(f"afresh-{path.stem}")
+    src = _source(path)
+    now = _now(src)
+    _fresh(src, now)
+    for step in range(30):
+        what = rnd.choice(CHANGES)(src, rnd)
+        assert _answer(_fresh(src, now)) == _answer(_fresh(_afresh(src), now)), (
+            f"step {step}: {what}"
+        )

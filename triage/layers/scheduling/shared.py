@@ -18,7 +18,7 @@ from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ReadFailedError
-from triage.cluster.usage import NodeUsage, read_whole
+from triage.cluster.usage import NodeUsage, UsageSnapshot, read_whole
 from triage.layers.base import Context
 from triage.layers.node import NodeHealth
 from triage.layers.scheduling import by_class
@@ -100,9 +100,9 @@ def shared_evaluation(
             return by_class.evaluate(made, nodes, healths, usage, memo=ctx.memo)
         # The last sweep's evaluation while every node, its health and its usage are the same
         # objects (a quiet cluster, or a change elsewhere): its digest is then the same too.
-        return ctx.memo.get(
+        return ctx.memo.get_lists(
             ("shape-evaluation", shape),
-            (*nodes, *healths, *usage.keys(), *usage.values()),
+            (nodes, healths, *_usage_parts(usage)),
             lambda: by_class.evaluate(made, nodes, healths, usage, memo=ctx.memo),
         )
 
@@ -113,6 +113,16 @@ def shared_evaluation(
         node_signals(pod=pod, placement=placement, nodes=evaluation, gpu=gpu_requests(pod))
         ctx.depend(key, evaluation_digest(placement, evaluation), shared=True)
     return placement, evaluation
+
+
+def _usage_parts(usage: Mapping[str, NodeUsage]) -> tuple[list[Any], ...]:
+    """Usage as what an evaluation is remembered by (`IdentityMemo.get_lists`): a usage
+    index's snapshot is one object per generation and never changed, so the same snapshot is
+    the same usage (not 20,000 nodes and their usage compared); another mapping, by its
+    nodes and their usage."""
+    if isinstance(usage, UsageSnapshot):
+        return ([usage],)
+    return ([*usage.keys()], [*usage.values()])
 
 
 def shapes_in(shared: Mapping[Hashable, Any]) -> dict[tuple[str, Shape], Placement]:
