@@ -186,14 +186,12 @@ def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) 
         node_labels=list(d.route.node_labels),
         codes=finding.codes[:1],
     )
-    # Built from typed values: not validated again, so that a cause blocking on a whole pool
-    # shares its sorted node list (`_cause_nodes`) rather than copying thousands of names.
-    cause = Cause.model_construct(
-        layer=failing,
-        code=finding.codes[0],
-        nodes=_cause_nodes(mine),
-        objects=list(dict.fromkeys(o for s in mine for o in s.objects)),
-        vendor=next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
+    cause = _cause(
+        failing,
+        finding.codes[0],
+        _cause_nodes(mine),
+        tuple(dict.fromkeys(o for s in mine for o in s.objects)),
+        next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
     )
     return _Decision(
         answer, failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine
@@ -214,6 +212,29 @@ def _cause_nodes(mine: list[Signal]) -> list[str]:
     return _CAUSE_NODES.get(
         tuple(map(id, lists)), lists, lambda: sorted(set(chain.from_iterable(lists)))
     )
+
+
+# Causes by what they hold: the triages of a sweep that block alike (one pool full, one
+# quota spent) share one (immutable) cause rather than each making its own. A cause naming
+# many nodes is known by its node list, shared by one pod shape's triages (`_cause_nodes`),
+# and kept for as few as those lists are: each may hold 20,000 names.
+_CAUSES = IdentityMemo(maxsize=1024)
+_POOL_CAUSES = IdentityMemo(maxsize=32)
+
+
+def _cause(
+    layer: Layer, code: str, nodes: list[str], objects: tuple[str, ...], vendor: str | None
+) -> Cause:
+    # Built from typed values: not validated again, so that a cause blocking on a whole pool
+    # shares its sorted node list rather than copying thousands of names.
+    def make() -> Cause:
+        return Cause.model_construct(
+            layer=layer, code=code, nodes=nodes, objects=list(objects), vendor=vendor
+        )
+
+    if len(nodes) <= 16:
+        return _CAUSES.get((layer, code, objects, vendor, tuple(nodes)), (), make)
+    return _POOL_CAUSES.get((layer, code, objects, vendor, id(nodes)), (nodes,), make)
 
 
 def _unknown_headline(d: Diagnosis) -> str:

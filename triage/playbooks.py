@@ -198,7 +198,10 @@ class Playbook(_Strict):
         return found.layers.get(layer) if found is not None else None
 
 
+@functools.lru_cache(maxsize=1024)
 def _owner(route: Route, source: str) -> OwnerRoute:
+    """The owner a route names (both immutable: a sweep's thousands of verdicts routed
+    alike share one)."""
     return OwnerRoute(
         team=route.team, channel=route.channel, usergroup=route.usergroup, source=source
     )

@@ -199,3 +199,23 @@ def test_the_verdict_a_sweep_takes_is_the_full_reports_verdict(path: Path) -> No
                 unknown_layers=report.unknown_layers,
                 unread=report.unread,
             )
+
+
+def test_workloads_blocked_alike_share_one_cause_and_owner() -> None:
+    """A sweep (and the bot's memo of its answers) holds thousands of verdicts: those blocked
+    by one cause hold one cause and one owner route, not a copy each."""
+    src = SweepSource(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
+    found = [
+        verdict(src, namespace=i.namespace, name=i.key[1], sweep=src.state)
+        for i in stuck_workloads(src)
+    ]
+    by_cause: dict[tuple[object, ...], list[TriageVerdict]] = {}
+    for v in found:
+        if (c := v.cause) is not None:
+            key = (c.layer, c.code, tuple(c.objects), c.vendor, tuple(c.nodes))
+            by_cause.setdefault(key, []).append(v)
+    alike = [vs for vs in by_cause.values() if len(vs) > 1]
+    assert alike
+    for vs in alike:
+        assert len({id(v.cause) for v in vs}) == 1
+        assert len({id(v.owner) for v in vs if v.owner == vs[0].owner}) == 1
