@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
 from triage import engine
 from triage.cluster.collector import paused
@@ -92,6 +93,7 @@ def _sweep(
     if shared.events_failed is not None:
         unread.append(f"{shared.events_failed}: events are not used as evidence")
     pools = _Pools(shared, playbook.node_pools.labels)
+    keys: dict[tuple[Any, ...], tuple[Any, str]] = {}
     # cause -> workload -> its member, the verdict, and whether this sweep triaged it
     groups: dict[str, dict[tuple[str, str], tuple[Member, list[TriageVerdict], bool]]] = {}
     waiting: dict[tuple[str, str], Member] = {}
@@ -119,7 +121,7 @@ def _sweep(
                 member if held_member is None else _merged(held_member, member)
             )
             continue
-        rows = groups.setdefault(_cause_key(verdict, pools), {})
+        rows = groups.setdefault(_cause_key(verdict, pools, keys), {})
         fresh = item.key in run.fresh
         found = [verdict]
         held = rows.get((item.namespace, item.name))
@@ -315,11 +317,21 @@ def _blocking(verdict: TriageVerdict, pools: _Pools) -> list[str]:
     return objects
 
 
-def _cause_key(verdict: TriageVerdict, pools: _Pools) -> str:
+def _cause_key(
+    verdict: TriageVerdict, pools: _Pools, seen: dict[tuple[Any, ...], tuple[Any, str]]
+) -> str:
+    """The key of a verdict's group; verdicts blocked alike share their cause (`assemble`),
+    so each cause's key is worked out once a sweep (`seen`)."""
     cause = verdict.cause
+    at = (id(cause), verdict.cluster, verdict.failing_layer, verdict.pod.namespace)
+    hit = seen.get(at)
+    if hit is not None and hit[0] is cause:
+        return hit[1]
     code = cause.code if cause is not None else ""
     raw = "|".join([verdict.cluster, str(verdict.failing_layer), code, *_blocking(verdict, pools)])
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+    key = hashlib.sha256(raw.encode()).hexdigest()[:16]
+    seen[at] = (cause, key)
+    return key
 
 
 def _group(
