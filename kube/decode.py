@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 import msgspec
-import orjson
 
-_loads = orjson.loads
+# Whole JSON is decoded as everywhere in `kube` (`kube.informer` tells this decoder apart by
+# identity from a typed one).
+from kube.fastjson import loads
 
 # The shapes must name every field `slim_pod`/`slim_node` read (tests compare typed and
 # untyped decoding); values under them are decoded whole.
@@ -299,7 +300,7 @@ def event_decoder(kind: str, *, projected: bool = False) -> Callable[[bytes], An
     """A decoder of one watch event line of `kind`, as `list_decoder` decodes list pages (any
     kind: events of kinds kept whole, or of unexpected shape, are decoded whole)."""
     typed = (_PROJECTED_EVENTS if projected else _EVENT_DECODERS).get(kind)
-    return _loads if typed is None else _or_whole(typed)
+    return loads if typed is None else _or_whole(typed)
 
 
 _USAGE_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UsagePodList)
@@ -312,6 +313,6 @@ def _or_whole(typed: msgspec.json.Decoder[Any]) -> Callable[[bytes], Any]:
         try:
             return typed.decode(data)
         except msgspec.ValidationError:
-            return _loads(data)
+            return loads(data)
 
     return decode
