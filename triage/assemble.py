@@ -3,7 +3,7 @@ blocking layer), the owner route and the playbook's steps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain
@@ -189,7 +189,7 @@ def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) 
     cause = _cause(
         failing,
         finding.codes[0],
-        _cause_nodes(mine),
+        tuple(s.nodes for s in mine if s.nodes),
         tuple(dict.fromkeys(o for s in mine for o in s.objects)),
         next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
     )
@@ -198,43 +198,40 @@ def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) 
     )
 
 
-# The sorted nodes of the blocking signals' node lists, by those lists. A "pool full" signal
-# names thousands of nodes, and a sweep's triages of one pod shape share its list. Kept for
-# the few shapes last seen: at 20,000 nodes an entry holds up to 300 KB.
-_CAUSE_NODES = IdentityMemo(maxsize=32)
-
-
-def _cause_nodes(mine: list[Signal]) -> list[str]:
-    """Every node the blocking signals name, sorted (shared: callers must not change it)."""
-    lists = tuple(s.nodes for s in mine if s.nodes)
-    if not lists:
-        return []
-    return _CAUSE_NODES.get(
-        tuple(map(id, lists)), lists, lambda: sorted(set(chain.from_iterable(lists)))
-    )
-
-
 # Causes by what they hold: the triages of a sweep that block alike (one pool full, one
 # quota spent) share one (immutable) cause rather than each making its own. A cause naming
-# many nodes is known by its node list, shared by one pod shape's triages (`_cause_nodes`),
-# and kept for as few as those lists are: each may hold 20,000 names.
+# many nodes is known by its signals' node lists, which one pod shape's triages share in a
+# sweep (a "pool full" signal names thousands of nodes), and kept for as few shapes as were
+# last seen: at 20,000 nodes each holds up to 300 KB.
 _CAUSES = IdentityMemo(maxsize=1024)
 _POOL_CAUSES = IdentityMemo(maxsize=32)
 
 
 def _cause(
-    layer: Layer, code: str, nodes: list[str], objects: tuple[str, ...], vendor: str | None
+    layer: Layer,
+    code: str,
+    lists: tuple[Sequence[str], ...],
+    objects: tuple[str, ...],
+    vendor: str | None,
 ) -> Cause:
-    # Built from typed values: not validated again, so that a cause blocking on a whole pool
-    # shares its sorted node list rather than copying thousands of names.
-    def make() -> Cause:
+    """The cause of a verdict whose blocking signals name the nodes in `lists`: every one of
+    them, sorted (the list is shared: callers must not change it)."""
+
+    def make(nodes: list[str]) -> Cause:
+        # Built from typed values: not validated again, so that a cause blocking on a whole
+        # pool keeps its sorted node list rather than copying thousands of names.
         return Cause.model_construct(
             layer=layer, code=code, nodes=nodes, objects=list(objects), vendor=vendor
         )
 
-    if len(nodes) <= 16:
-        return _CAUSES.get((layer, code, objects, vendor, tuple(nodes)), (), make)
-    return _POOL_CAUSES.get((layer, code, objects, vendor, id(nodes)), (nodes,), make)
+    if sum(map(len, lists)) <= 16:
+        nodes = sorted(set(chain.from_iterable(lists)))
+        return _CAUSES.get((layer, code, objects, vendor, tuple(nodes)), (), lambda: make(nodes))
+    return _POOL_CAUSES.get(
+        (layer, code, objects, vendor, tuple(map(id, lists))),
+        lists,
+        lambda: make(sorted(set(chain.from_iterable(lists)))),
+    )
 
 
 def _unknown_headline(d: Diagnosis) -> str:

@@ -274,7 +274,7 @@ class _Pools:
         self._source, self._keys = source, (*labels, *POOL_FALLBACK)
         self._index: dict[str, str] | None = None
         # id of a node list -> (the list, its pools): verdicts of one shape share their
-        # cause's node list (`assemble._cause_nodes`), thousands of names for a full pool
+        # cause and its node list (`assemble._cause`), thousands of names for a full pool
         self._seen: dict[int, tuple[list[str], list[str]]] = {}
 
     def of(self, nodes: list[str]) -> list[str]:
