@@ -29,7 +29,14 @@ from triage.model import (
 )
 from triage.playbooks import Playbook
 from triage.references import Scope, items
-from triage.signals import Signal, Unknown, build_finding, signal_refs
+from triage.signals import (
+    Signal,
+    Unknown,
+    build_finding,
+    codes_of,
+    failing_summary,
+    signal_refs,
+)
 from triage.target import Target
 from triage.vendors import VENDORS, Vendor, vendor_of
 
@@ -77,6 +84,9 @@ class Diagnosis:
     route: Route
     playbook: Playbook
     config: EngineConfig
+    # The root-cause rule's answer and failing layer: `answer_of` the signals, the unknowns
+    # and the layers that could explain the target.
+    answer: tuple[Answer, Layer | None]
     # The layers that could explain why the target is not running (none when it runs): an
     # unknown among them, below the lowest blocking layer, leaves the answer unknown.
     relevant: frozenset[Layer] = frozenset(LAYER_ORDER)
@@ -134,10 +144,6 @@ def _unknown_layers(d: Diagnosis) -> list[Layer]:
     return sorted({u.layer for u in d.unknowns}, key=lambda la: la.rank)
 
 
-def _answer(d: Diagnosis) -> tuple[Answer, Layer | None]:
-    return answer_of(d.signals, d.unknowns, d.relevant)
-
-
 def answer_of(
     signals: list[Signal], unknowns: list[Unknown], relevant: frozenset[Layer]
 ) -> tuple[Answer, Layer | None]:
@@ -156,21 +162,21 @@ def answer_of(
 @dataclass(frozen=True, slots=True)
 class _Decision:
     """The verdict of a triage: its answer and failing layer (None unless blocked), headline,
-    owner and cause, and the failing layer's finding and blocking signals they rest on."""
+    owner and cause, and the failing layer's blocking signals they rest on."""
 
     answer: Answer
     failing: Layer | None
     headline: str
     owner: OwnerRoute | None = None
     cause: Cause | None = None
-    finding: Finding | None = None
     mine: list[Signal] = field(default_factory=list)
 
 
-def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) -> _Decision:
-    """The verdict; `finding_of(layer, its blocking signals)` gives the failing layer's
-    finding."""
-    answer, failing = _answer(d)
+def _decide(d: Diagnosis) -> _Decision:
+    """The verdict: what the failing layer's finding says of it (its summary and leading
+    code) comes from its blocking signals alone, so it is the same with or without the
+    finding's evidence."""
+    answer, failing = d.answer
     t = d.target
     if answer == Answer.UNKNOWN:
         return _Decision(answer, None, _unknown_headline(d))
@@ -179,22 +185,22 @@ def _decide(d: Diagnosis, finding_of: Callable[[Layer, list[Signal]], Finding]) 
             answer, None, d.headline or f"{t.kind} {t.name}: nothing blocks it at any layer"
         )
     mine = [s for s in d.signals if s.blocking and s.layer == failing]
-    finding = finding_of(failing, mine)
+    code = mine[0].code
     owner = d.playbook.route(
         failing,
         namespace=d.route.namespace,
         node_labels=list(d.route.node_labels),
-        codes=finding.codes[:1],
+        codes=[code],
     )
     cause = _cause(
         failing,
-        finding.codes[0],
+        code,
         tuple(s.nodes for s in mine if s.nodes),
         tuple(dict.fromkeys(o for s in mine for o in s.objects)),
         next((s.values["vendor"] for s in mine if s.values.get("vendor")), None),
     )
     return _Decision(
-        answer, failing, f"{failing.value}: {finding.summary}", owner, cause, finding, mine
+        answer, failing, f"{failing.value}: {failing_summary(mine)}", owner, cause, mine
     )
 
 
@@ -274,9 +280,7 @@ def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ())
 def judge(d: Diagnosis) -> TriageVerdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
-    # What the verdict takes from the failing layer's finding, its summary and codes, comes
-    # from its blocking signals alone.
-    decision = _decide(d, lambda layer, mine: build_finding(layer, mine, d.unknowns, ok_summary=""))
+    decision = _decide(d)
     return TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
@@ -303,11 +307,11 @@ def assemble(
     """The full report: every layer's finding, the verdict, and the playbook's steps; with
     `nodes`, every node judged and every evidence line with its references (`-o json`)."""
     findings = _findings(d, complete=nodes)
-    decision = _decide(d, lambda layer, _: findings[layer])
+    decision = _decide(d)
     target, ref = d.target, _pod_ref(d.target)
     unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()
-    if decision.failing is not None and decision.finding is not None:
+    if decision.failing is not None:
         at = [n for s in decision.mine for n in s.nodes]
         values = {
             "namespace": target.namespace,
@@ -324,7 +328,7 @@ def assemble(
             values.setdefault("vendor", vendor.name)
         key = vendor.key if vendor is not None else None
         steps, operator_steps = playbook.steps(
-            decision.failing, decision.finding.codes, vendor_key=key, **values
+            decision.failing, codes_of(decision.mine), vendor_key=key, **values
         )
         checks = playbook.verification(decision.failing, vendor_key=key, **values)
         remedy = _Remedy(steps, operator_steps, checks)

@@ -168,6 +168,7 @@ def _diagnose(
     outcomes = [check(ctx) for check in CHECKS]
     signals = _root_cause(outcomes)
     relevant = _could_explain(target)
+    answer = answer_of(signals, ctx.unknowns, relevant)
     playbook = playbook or load_playbook()
     diagnosis = Diagnosis(
         source=source,
@@ -176,10 +177,11 @@ def _diagnose(
         unknowns=ctx.unknowns,
         headline=_headline(ctx, outcomes, signals),
         ok_summaries={k: v for o in outcomes for k, v in o.ok.items()},
-        route=_route(ctx, signals, relevant, playbook),
+        route=_route(ctx, signals, answer, playbook),
         playbook=playbook,
         config=config,
         relevant=relevant,
+        answer=answer,
         unread=tuple(ctx.unread),
         nodes=next((o.nodes for o in outcomes if o.nodes is not None), None),
     )
@@ -187,14 +189,17 @@ def _diagnose(
 
 
 def _route(
-    ctx: Context, signals: list[Signal], relevant: frozenset[Layer], playbook: Playbook
+    ctx: Context,
+    signals: list[Signal],
+    answer: tuple[Answer, Layer | None],
+    playbook: Playbook,
 ) -> Route:
     """What the failing layer's owner route is chosen by (read here, so that assembling the
     report reads nothing): the namespace object, and the labels of the first nodes the
     failing layer blocks on; each only when the playbook routes by it (then the answer
     depends on it: a sweep that keeps answers triages again when it changes)."""
-    answer, failing = answer_of(signals, ctx.unknowns, relevant)
-    if answer != Answer.BLOCKED or failing is None:
+    verdict, failing = answer
+    if verdict != Answer.BLOCKED or failing is None:
         return Route()
     namespace = None  # the route falls back to the layer's owner
     if failing in playbook.namespaces.layers:

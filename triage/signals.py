@@ -127,10 +127,7 @@ def build_finding(
     unknown = [u.reason for u in unknowns if u.layer == layer]
     if blocking:
         status = Status.FAIL
-        summary = blocking[0].summary
-        others = {s.code for s in blocking} - {blocking[0].code}
-        if others:
-            summary += f" (and {len(others)} more blocking signal(s))"
+        summary = failing_summary(blocking)
     elif unknown:
         status, summary = Status.UNKNOWN, f"could not check: {unknown[0]}"
     elif side:
@@ -155,12 +152,27 @@ def build_finding(
             evidence.extend(s.evidence)
         if s.detail:
             detail.extend(s.detail)
-    codes = [s.code for s in blocking] if blocking else [s.code for s in side]
+    codes = codes_of(blocking or side)
     return Finding(
         layer=layer,
         status=status,
         summary=summary,
         evidence=_clip(evidence, limit),
         detail=_clip(detail, limit),
-        codes=list(dict.fromkeys(codes)),  # the leading signal's first
+        codes=codes,
     )
+
+
+def failing_summary(blocking: Sequence[Signal]) -> str:
+    """A failing layer's summary: its leading blocking signal's, with how many other kinds of
+    blocking signal it has."""
+    summary = blocking[0].summary
+    others = {s.code for s in blocking} - {blocking[0].code}
+    if others:
+        summary += f" (and {len(others)} more blocking signal(s))"
+    return summary
+
+
+def codes_of(signals: Sequence[Signal]) -> list[str]:
+    """The signals' codes, each once, the leading signal's first."""
+    return list(dict.fromkeys(s.code for s in signals))
