@@ -141,6 +141,8 @@ def _failing(signals: list[Signal]) -> Layer | None:
 
 
 def _unknown_layers(d: Diagnosis) -> list[Layer]:
+    if not d.unknowns:
+        return []
     return sorted({u.layer for u in d.unknowns}, key=lambda la: la.rank)
 
 
@@ -150,6 +152,8 @@ def answer_of(
     """The root-cause rule's verdict: the lowest blocking layer, unless a layer below it that
     could explain the pod could not be judged; then the answer is unknown, never a guess."""
     failing = _failing(signals)
+    if not unknowns:
+        return (Answer.BLOCKED, failing) if failing is not None else (Answer.CLEAR, None)
     found = sorted({u.layer for u in unknowns}, key=lambda la: la.rank)
     unknown = [la for la in found if la in relevant]
     if failing is not None and not any(la.rank < failing.rank for la in unknown):
@@ -255,6 +259,8 @@ def _unknown_headline(d: Diagnosis) -> str:
 def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ()) -> list[Unread]:
     """The failed reads behind the unknown layers (and those that left no layer unknown), one
     entry per read with every layer it left unknown."""
+    if not unknowns and not others:
+        return []
     by_read: dict[tuple[str, str, str | None, str], tuple[ReadFailedError, list[Layer]]] = {}
     for error, layer in [(u.error, u.layer) for u in unknowns] + [(e, None) for e in others]:
         if error is None:

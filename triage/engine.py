@@ -33,8 +33,6 @@ from triage.layers.scheduling import check as scheduling
 from triage.layers.scheduling.shared import warm_shapes
 from triage.layers.stacks.view import load_view
 from triage.model import LAYER_ORDER, Answer, Layer, TriageReport, TriageVerdict
-from triage.named import parse_target
-from triage.names import validate_namespace
 from triage.playbooks import Playbook, load_playbook
 from triage.signals import JOINING, REPORTED, WAITING, Signal
 from triage.target import Target, resolve
@@ -156,9 +154,8 @@ def _diagnose(
     verdict_only: bool = False,
 ) -> tuple[Diagnosis, Context]:
     """Every layer check run on the target, and the root-cause rule applied to their signals."""
-    validate_namespace(namespace)
-    parse_target(name)  # NAME or KIND/NAME (kubectl's short kinds): checked before any read
     config = config or EngineConfig()
+    # The namespace, then NAME or KIND/NAME (kubectl's short kinds): checked before any read.
     target = resolve(source, namespace=namespace, name=name)
     as_of = now or source.as_of or datetime.now(UTC)
     ctx = Context(

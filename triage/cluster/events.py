@@ -63,11 +63,19 @@ def normalise_event(ev: Obj) -> Event:
     )
 
 
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def _seen(e: Event) -> datetime:
+    return e.last_seen or _EPOCH
+
+
 def sorted_events(raw: Iterable[Obj]) -> list[Event]:
     """Newest first."""
     evs = [normalise_event(e) for e in raw]
-    epoch = datetime.min.replace(tzinfo=UTC)
-    return sorted(evs, key=lambda e: e.last_seen or epoch, reverse=True)
+    if len(evs) > 1:
+        evs.sort(key=_seen, reverse=True)
+    return evs
 
 
 EventKey = tuple[str, str, str]  # (namespace, kind, name) of the object an event is about
