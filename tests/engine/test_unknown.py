@@ -9,6 +9,7 @@ from typing import Any
 from tests.builders import cluster, event, node, operator_pods, pod
 from triage import ForbiddenError, MemorySource, triage
 from triage.cluster.source import UnavailableError
+from triage.engine import verdict
 from triage.fleet import sweep
 from triage.model import Answer, Layer, Status, TriageReport
 
@@ -86,6 +87,18 @@ def test_a_blocking_layer_below_the_unknown_one_is_the_answer() -> None:
     assert r.unknown_layers == [Layer.QUOTA]
     [unread] = r.unread
     assert unread.grant == "list on resourcequotas in team-a" and unread.layers == [Layer.QUOTA]
+
+
+def test_a_verdict_alone_reads_the_quotas_a_report_reads() -> None:
+    """The verdict a sweep takes leaves out the quota layer's side findings on a pod that
+    exists, not the read of its quotas: quotas that cannot be read leave the answer unknown
+    as they leave the report's."""
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), pod("train")),
+                   forbidden={"ResourceQuota"})  # fmt: skip
+    r, v = run(src), verdict(src, namespace="team-a", name="train")
+    assert r.answer == v.answer == Answer.UNKNOWN
+    assert r.unknown_layers == v.unknown_layers == [Layer.QUOTA]
+    assert v.unread == r.unread and v.unread[0].grant == "list on resourcequotas in team-a"
 
 
 def test_a_running_pod_is_clear_whatever_could_not_be_read() -> None:

@@ -22,6 +22,8 @@ class QuotaInput:
     workloads: list[Obj]  # the owner chain, outermost first (Deployment, ReplicaSet) or [Job]
     workload_events: list[Event]
     read: Reader  # read(kind, namespace) raising ReadFailedError
+    # False: findings that never block are left out (a verdict alone needs none of them)
+    sides: bool = True
     signals: list[Signal] = field(default_factory=list)
     unknowns: list[Unknown] = field(default_factory=list)
 

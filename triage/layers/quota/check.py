@@ -27,6 +27,7 @@ def check(ctx: Context) -> CheckResult:
         workloads=t.workloads,
         workload_events=ctx.workload_events,
         read=lambda kind, ns: ctx.source.objects(kind, namespace=ns),
+        sides=not ctx.verdict_only,
     )
     run_quota_checks(inp)
     ctx.unknowns.extend(inp.unknowns)
