@@ -76,11 +76,14 @@ def autoscaler_signals(
     *,
     now: datetime,
     reads: ScalingReads = NO_READS,
+    silence: bool = True,
 ) -> list[Signal]:
     """Signals for a pod no node can take now: a node on its way (scale-up triggered, a
     NodeClaim nominated, a preemption under way), or why the autoscaler adds none.
 
-    `reads` is what may be looked at beyond the pod's events."""
+    `reads` is what may be looked at beyond the pod's events; `silence` False: the
+    autoscalers' silence about the pod is not judged (it matters only for a pod waiting for
+    room)."""
     status = pod.get("status") or {}
     nominated = status.get("nominatedNodeName")
     if nominated:
@@ -129,7 +132,7 @@ def autoscaler_signals(
                 if (np.get("metadata") or {}).get("name") == pool.group(1):  # type: ignore[union-attr]
                     evidence.append(_offers(np))
         out.append(Signal(Layer.SCHEDULING, code, summary + _age(kp, now), evidence=evidence))
-    if ca is None and kp is None and reads.autoscalers is not None:
+    if ca is None and kp is None and silence and reads.autoscalers is not None:
         silent = _silence(pod, now, reads.autoscalers, reads.ca_status)
         out.extend([silent] if silent else [])
     return out

@@ -117,8 +117,8 @@ def scheduling_signals(
         pod,
         events,
         now=now or datetime.now(UTC),
-        # an autoscaler's silence matters only for a pod waiting for room
-        reads=reads if first is not None else replace(reads, autoscalers=None),
+        reads=reads,
+        silence=first is not None,  # the pod waits for room
     )
     if auto and reads.dated is not None:
         reads.dated()
