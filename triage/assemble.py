@@ -26,6 +26,7 @@ from triage.model import (
     TriageVerdict,
     Unread,
     WorkloadRef,
+    shared_fields,
 )
 from triage.playbooks import Playbook
 from triage.references import Scope, items
@@ -287,7 +288,7 @@ def judge(d: Diagnosis) -> TriageVerdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
     decision = _decide(d)
-    return TriageVerdict(
+    verdict = TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
         failing_layer=decision.failing,
@@ -298,6 +299,7 @@ def judge(d: Diagnosis) -> TriageVerdict:
         unknown_layers=_unknown_layers(d),
         unread=unread_of(d.unknowns, d.unread),
     )
+    return shared_fields(verdict)
 
 
 def assemble(
@@ -398,8 +400,8 @@ def _pod_ref(target: Target) -> PodRef:
         workload = WorkloadRef(kind=str(top.get("kind") or target.kind), name=name_of(top))
     else:
         workload = WorkloadRef(kind=target.kind, name=target.name)
-    return PodRef(
-        workload=workload,
+    ref = PodRef(
+        workload=shared_fields(workload),
         namespace=target.namespace,
         name=target.name,
         kind=target.kind,
@@ -407,6 +409,7 @@ def _pod_ref(target: Target) -> PodRef:
         node=(pod.get("spec") or {}).get("nodeName") if pod is not None else None,
         phase=(pod.get("status") or {}).get("phase") if pod is not None else None,
     )
+    return shared_fields(ref)
 
 
 def _fault_values(signals: list[Signal]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -82,6 +82,29 @@ class Audience(StrEnum):
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+FrozenT = TypeVar("FrozenT", bound=Frozen)
+
+# Pydantic gives each instance a set of the names of the fields it was given: 728 bytes for a
+# model of seven or more, more than a PodRef's values, and a sweep holds a verdict (with its
+# PodRef and WorkloadRef) and a member per stuck workload. The models made by the thousand
+# share one set per distinct set of names instead: a frozen model's set is never changed in
+# place (`model_copy` changes a copy of it).
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def shared_fields(model: FrozenT) -> FrozenT:
+    """`model`, holding the set of its given fields' names that models given the same names
+    share."""
+    given = model.__pydantic_fields_set__
+    shared = _FIELD_SETS.get(frozenset(given))
+    if shared is None:
+        if len(_FIELD_SETS) < 256:
+            _FIELD_SETS[frozenset(given)] = given
+    elif shared is not given:
+        object.__setattr__(model, "__pydantic_fields_set__", shared)
+    return model
 
 
 class _Answered(Frozen):

@@ -11,7 +11,7 @@ import pytest
 from triage import load_snapshot, triage
 from triage.engine import verdict
 from triage.fleet import Sweep, SweepSource, stuck_workloads, sweep
-from triage.model import Layer, TriageVerdict
+from triage.model import Layer, PodRef, TriageVerdict, shared_fields
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -219,3 +219,27 @@ def test_workloads_blocked_alike_share_one_cause_and_owner() -> None:
     for vs in alike:
         assert len({id(v.cause) for v in vs}) == 1
         assert len({id(v.owner) for v in vs if v.owner == vs[0].owner}) == 1
+
+
+def test_verdicts_and_members_share_the_names_of_their_given_fields(fleet: Sweep) -> None:
+    """Pydantic keeps a set of the given fields' names per model (728 bytes from seven
+    names): the thousands of verdicts and members of a sweep share one per distinct set, and
+    a copy that changes a field changes its own set only."""
+    src = SweepSource(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
+    found = [
+        verdict(src, namespace=i.namespace, name=i.key[1], sweep=src.state)
+        for i in stuck_workloads(src)
+    ]
+    assert len(found) > 1
+    for part in (lambda v: v, lambda v: v.pod, lambda v: v.pod.workload):
+        assert len({id(part(v).__pydantic_fields_set__) for v in found}) == 1
+    members = [m for g in fleet.groups for m in g.members]
+    assert len(members) > 1 and len({id(m.__pydantic_fields_set__) for m in members}) == 1
+
+    a, b = (shared_fields(PodRef(namespace="team-a", name=n)) for n in ("p1", "p2"))
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    changed = a.model_copy(update={"node": "a1"})
+    assert changed.model_fields_set == {"namespace", "name", "node"}
+    assert b.model_fields_set == {"namespace", "name"}
+    assert b.model_dump(exclude_unset=True) == {"namespace": "team-a", "name": "p2"}
+    assert a == PodRef(namespace="team-a", name="p1")

@@ -35,7 +35,7 @@ from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.shared import shapes_in, shared_evaluation
-from triage.model import Answer, Layer, TriageVerdict
+from triage.model import Answer, Layer, TriageVerdict, shared_fields
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
 from triage.vendors.nvidia import PRODUCT
@@ -103,14 +103,16 @@ def _sweep(
         verdict = verdicts.get(item.key)
         if verdict is None:
             continue
-        member = Member(
-            namespace=item.namespace,
-            name=item.name,
-            kind=item.kind,
-            pods=item.pods,
-            gpus=item.gpus,
-            since=item.since,
-            headline=verdict.headline,
+        member = shared_fields(
+            Member(
+                namespace=item.namespace,
+                name=item.name,
+                kind=item.kind,
+                pods=item.pods,
+                gpus=item.gpus,
+                since=item.since,
+                headline=verdict.headline,
+            )
         )
         for line in _unread_lines(verdict):
             left_out[line] = left_out.get(line, 0) + 1
@@ -149,8 +151,14 @@ def _sweep(
 
 def _merged(a: Member, b: Member) -> Member:
     times = [t for t in (a.since, b.since) if t is not None]
-    return a.model_copy(
-        update={"pods": a.pods + b.pods, "gpus": a.gpus + b.gpus, "since": min(times, default=None)}
+    return shared_fields(
+        a.model_copy(
+            update={
+                "pods": a.pods + b.pods,
+                "gpus": a.gpus + b.gpus,
+                "since": min(times, default=None),
+            }
+        )
     )
 
 
