@@ -129,8 +129,9 @@ def cli_path(
     pool, then `pending -A`; each against the floor. The p50 of every why-pending."""
     if rounds <= 0:
         return None
+    n = len(PENDING_KINDS)  # the synthetic cluster makes its stuck pods of each kind in turn
     cases: dict[str, list[Any]] = {
-        kind: [pending[k + 6 * r] for r in range(rounds) if k + 6 * r < len(pending)]
+        kind: [pending[k + n * r] for r in range(rounds) if k + n * r < len(pending)]
         for k, kind in enumerate(PENDING_KINDS)
         if k < len(pending)
     }
