@@ -195,8 +195,8 @@ def _route(
     report reads nothing): the namespace object, and the labels of the first nodes the
     failing layer blocks on; each only when the playbook routes by it (then the answer
     depends on it: a sweep that keeps answers triages again when it changes)."""
-    verdict, failing = answer
-    if verdict != Answer.BLOCKED or failing is None:
+    said, failing = answer
+    if said != Answer.BLOCKED or failing is None:
         return Route()
     namespace = None  # the route falls back to the layer's owner
     if failing in playbook.namespaces.layers:
