@@ -87,10 +87,10 @@ class Frozen(BaseModel):
 FrozenT = TypeVar("FrozenT", bound=Frozen)
 
 # Pydantic gives each instance a set of the names of the fields it was given: 728 bytes from
-# five names, more than a PodRef's values, and a sweep holds a verdict (with its
-# PodRef and WorkloadRef) and a member per stuck workload. The models made by the thousand
-# share one set per distinct set of names instead: a frozen model's set is never changed in
-# place (`model_copy` changes a copy of it).
+# five names, more than a PodRef's values, and a sweep holds a verdict (with its PodRef and
+# WorkloadRef) and a member per stuck workload. The models made by the thousand share one set
+# per distinct set of names instead: a frozen model's set is never changed in place
+# (`model_copy` changes a copy of it).
 _FIELD_SETS: dict[frozenset[str], set[str]] = {}
 
 
