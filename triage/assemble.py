@@ -85,8 +85,8 @@ class Diagnosis:
     route: Route
     playbook: Playbook
     config: EngineConfig
-    # The root-cause rule's answer and failing layer when the checks ended: `answer_of` the
-    # signals, the unknowns and the layers that could explain the target.
+    # The root-cause rule's answer and failing layer: `answer_of` the signals, the unknowns
+    # and the layers that could explain the target.
     answer: tuple[Answer, Layer | None]
     # The layers that could explain why the target is not running (none when it runs): an
     # unknown among them, below the lowest blocking layer, leaves the answer unknown.
@@ -177,10 +177,11 @@ class _Decision:
     mine: list[Signal] = field(default_factory=list)
 
 
-def _decide(d: Diagnosis, answer: Answer, failing: Layer | None) -> _Decision:
-    """The verdict, for the root-cause rule's `answer` and `failing` layer: what the failing
-    layer's finding says of it (its summary and leading code) comes from its blocking signals
-    alone, so it is the same with or without the finding's evidence."""
+def _decide(d: Diagnosis) -> _Decision:
+    """The verdict: what the failing layer's finding says of it (its summary and leading
+    code) comes from its blocking signals alone, so it is the same with or without the
+    finding's evidence."""
+    answer, failing = d.answer
     t = d.target
     if answer == Answer.UNKNOWN:
         return _Decision(answer, None, _unknown_headline(d))
@@ -286,7 +287,7 @@ def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ())
 def judge(d: Diagnosis) -> TriageVerdict:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
-    decision = _decide(d, *d.answer)
+    decision = _decide(d)
     verdict = TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
@@ -314,9 +315,7 @@ def assemble(
     """The full report: every layer's finding, the verdict, and the playbook's steps; with
     `nodes`, every node judged and every evidence line with its references (`-o json`)."""
     findings = _findings(d, complete=nodes)
-    # Worked out again: a report's caller reads more after the checks (the stack view the
-    # report describes), and a read that failed there leaves its layers unknown here too.
-    decision = _decide(d, *answer_of(d.signals, d.unknowns, d.relevant))
+    decision = _decide(d)
     target, ref = d.target, _pod_ref(d.target)
     unread = unread_of(d.unknowns, d.unread)
     remedy = _Remedy()

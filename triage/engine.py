@@ -163,6 +163,9 @@ def _diagnose(
         verdict_only=verdict_only,
     )  # fmt: skip
     outcomes = [check(ctx) for check in CHECKS]
+    # The GPU stack view, when no check read it (a pod bound to a node that is gone): a
+    # report describes it, and a verdict counts what could not be read of it as a report does.
+    _ = ctx.view
     signals = _root_cause(outcomes)
     relevant = _could_explain(target)
     answer = answer_of(signals, ctx.unknowns, relevant)

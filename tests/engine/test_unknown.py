@@ -104,13 +104,16 @@ def test_a_verdict_alone_reads_the_quotas_a_report_reads() -> None:
 def test_a_report_counts_the_stack_view_it_read_after_the_checks() -> None:
     """A pod bound to a node that is gone: no check reads the stack view, the report does (to
     describe the GPU stack); when it cannot be read, the node's driver and device plugin are
-    unknown, and so is the answer, never "clear" beside unknown layers."""
+    unknown, and so is the answer, never "clear" beside unknown layers; a sweep's verdict
+    says the same."""
     stuck = pod("train", node_name="gone", phase="Pending",
                 status={"containerStatuses": [{"name": "main", "ready": False,
                         "state": {"waiting": {"reason": "ContainerCreating"}}}]})  # fmt: skip
-    r = run(Refusing(cluster(node("a1"), operator_pods("a1"), stuck), down={"DaemonSet"}))
-    assert r.unknown_layers == [Layer.DRIVER, Layer.DEVICE_PLUGIN]
-    assert r.answer == Answer.UNKNOWN and r.headline.startswith("unknown: driver, device-plugin")
+    src = Refusing(cluster(node("a1"), operator_pods("a1"), stuck), down={"DaemonSet"})
+    r, v = run(src), verdict(src, namespace="team-a", name="train")
+    assert r.unknown_layers == v.unknown_layers == [Layer.DRIVER, Layer.DEVICE_PLUGIN]
+    assert r.answer == v.answer == Answer.UNKNOWN
+    assert r.headline == v.headline and r.headline.startswith("unknown: driver, device-plugin")
 
 
 def test_a_running_pod_is_clear_whatever_could_not_be_read() -> None:
