@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain
+from typing import NamedTuple
 
 from triage.cluster.memo import IdentityMemo
 from triage.cluster.objects import Obj, name_of
@@ -164,17 +165,17 @@ def answer_of(
     return (Answer.BLOCKED, failing) if failing is not None else (Answer.CLEAR, None)
 
 
-@dataclass(frozen=True, slots=True)
-class _Decision:
+class _Decision(NamedTuple):
     """The verdict of a triage: its answer and failing layer (None unless blocked), headline,
-    owner and cause, and the failing layer's blocking signals they rest on."""
+    owner and cause, and the failing layer's blocking signals they rest on. (A tuple: a sweep
+    makes one per workload.)"""
 
     answer: Answer
     failing: Layer | None
     headline: str
     owner: OwnerRoute | None = None
     cause: Cause | None = None
-    mine: list[Signal] = field(default_factory=list)
+    mine: Sequence[Signal] = ()
 
 
 def _decide(d: Diagnosis) -> _Decision:
@@ -362,7 +363,7 @@ def assemble(
     )
 
 
-def _vendor(target: Target, signals: list[Signal]) -> Vendor | None:
+def _vendor(target: Target, signals: Sequence[Signal]) -> Vendor | None:
     """The accelerator vendor a report is about, for its vendor's steps: the one whose devices
     the pod asks for, else the one of the nodes the failing signals name; None for a pod
     that asks for no accelerator on nodes that have none (no vendor's steps then)."""
@@ -412,7 +413,7 @@ def _pod_ref(target: Target) -> PodRef:
     return shared_fields(ref)
 
 
-def _fault_values(signals: list[Signal]) -> dict[str, str]:
+def _fault_values(signals: Sequence[Signal]) -> dict[str, str]:
     """Playbook placeholders from the failing layer's signals: the component pod at fault and
     whatever the first signal that carries values fills."""
     out: dict[str, str] = {}

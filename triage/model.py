@@ -91,18 +91,19 @@ FrozenT = TypeVar("FrozenT", bound=Frozen)
 # WorkloadRef) and a member per stuck workload. The models made by the thousand share one set
 # per distinct set of names instead: a frozen model's set is never changed in place
 # (`model_copy` changes a copy of it).
-_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_FIELD_SETS: dict[tuple[type, int], set[str]] = {}  # (class, how many names) -> the set
 
 
 def shared_fields(model: FrozenT) -> FrozenT:
     """`model`, holding the set of its given fields' names that models given the same names
-    share."""
+    share (the first of its class with as many; any other set is kept as it is)."""
     given = model.__pydantic_fields_set__
-    shared = _FIELD_SETS.get(frozenset(given))
+    key = (type(model), len(given))
+    shared = _FIELD_SETS.get(key)
     if shared is None:
         if len(_FIELD_SETS) < 256:
-            _FIELD_SETS[frozenset(given)] = given
-    elif shared is not given:
+            _FIELD_SETS[key] = given
+    elif shared is not given and shared == given:
         object.__setattr__(model, "__pydantic_fields_set__", shared)
     return model
 
