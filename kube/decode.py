@@ -137,6 +137,14 @@ class _EventMeta(TypedDict, total=False):
     creationTimestamp: Any
 
 
+class _EventRef(TypedDict, total=False):
+    # The object an Event is about, as triage.cluster.events files it: not its uid, API
+    # version, resourceVersion or fieldPath (a third of a decoded Event).
+    kind: Any
+    name: Any
+    namespace: Any
+
+
 class _Event(TypedDict, total=False):
     # What triage.cluster.events reads of core/v1 (and events.k8s.io/v1-shaped) Events. They
     # are never cached, but a fleet sweep lists every one in the cluster: without their
@@ -144,8 +152,8 @@ class _Event(TypedDict, total=False):
     kind: Any
     apiVersion: Any
     metadata: _EventMeta | None
-    involvedObject: Any
-    regarding: Any
+    involvedObject: _EventRef | None
+    regarding: _EventRef | None
     reason: Any
     message: Any
     note: Any

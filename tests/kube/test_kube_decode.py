@@ -195,6 +195,10 @@ def test_events_decode_to_what_the_engine_reads_of_them() -> None:
     noisy = dict(events[0])
     noisy["metadata"] = dict(noisy.get("metadata") or {}, managedFields=[{"manager": "kubelet"}])
     noisy |= {"source": {"component": "kubelet"}, "reportingComponent": "kubelet"}
+    noisy["involvedObject"] = dict(
+        noisy["involvedObject"], uid="0b0e5f0e-1111-2222-3333-444455556666", apiVersion="v1",
+        resourceVersion="4711", fieldPath="spec.containers{main}",
+    )  # fmt: skip
     newer = {"kind": "Event", "apiVersion": "events.k8s.io/v1",
              "metadata": {"name": "e1", "namespace": "team-a"},
              "regarding": {"kind": "Pod", "name": "train-0", "namespace": "team-a"},
@@ -209,6 +213,9 @@ def test_events_decode_to_what_the_engine_reads_of_them() -> None:
     assert [normalise_event(e) for e in typed] == [normalise_event(e) for e in whole]
     assert by_subject(typed).keys() == by_subject(whole).keys()
     assert "managedFields" not in typed[-2]["metadata"] and "source" not in typed[-2]
+    assert typed[-2]["involvedObject"].keys() == {"kind", "name", "namespace"}
+    odd = orjson.dumps({"items": [{**newer, "regarding": "not an object"}]})
+    assert decode(odd)["items"][0]["regarding"] == "not an object"  # decoded whole
 
 
 def _at(obj: Any, path: str) -> list[Any]:
