@@ -4,14 +4,18 @@ not be read ("RuntimeClass missing", "claim does not exist", "PVC does not exist
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.builders import cluster, event, node, operator_pods, pod
-from triage import ForbiddenError, MemorySource, triage
-from triage.cluster.source import UnavailableError
+from triage import ForbiddenError, MemorySource, load_snapshot, triage
+from triage.cluster.objects import name_of, ns_of
+from triage.cluster.source import SourceError, UnavailableError
 from triage.engine import verdict
 from triage.fleet import sweep
-from triage.model import Answer, Layer, Status, TriageReport
+from triage.model import Answer, Layer, Status, TriageReport, TriageVerdict
 
 Obj = dict[str, Any]
 
@@ -176,3 +180,77 @@ def test_a_sweep_that_cannot_read_jobs_says_what_it_may_miss() -> None:
     result = sweep(src)
     assert result.listing_failed and result.partial
     assert any("Jobs whose pods were never created" in line for line in result.unread)
+
+
+class Failing:
+    """Any source, with one kind it cannot read (403 or 503): every read of that kind fails,
+    and it is not indexed."""
+
+    def __init__(self, src: Any, kind: str, *, forbidden: bool) -> None:
+        self._src, self._kind, self._forbidden = src, kind, forbidden
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._src, name)
+
+    def _fail(self, kind: str, verb: str, namespace: str | None) -> None:
+        if kind != self._kind:
+            return
+        resource = kind.lower() + "s"
+        if self._forbidden:
+            raise ForbiddenError(verb=verb, resource=resource, namespace=namespace)
+        raise UnavailableError(f"the API answered 503 to {verb} {kind}", verb=verb,
+                               resource=resource, namespace=namespace)  # fmt: skip
+
+    def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        self._fail(kind, "list", namespace)
+        return self._src.objects(kind, namespace=namespace)  # type: ignore[no-any-return]
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        self._fail(kind, "get", namespace)
+        return self._src.get(kind, name, namespace=namespace)  # type: ignore[no-any-return]
+
+    def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
+        self._fail("Event", "list", namespace)
+        return self._src.events_for(namespace=namespace, kind=kind, name=name)  # type: ignore[no-any-return]
+
+    def node_usage(self) -> Any:
+        self._fail("Pod", "list", None)
+        return self._src.node_usage()
+
+    def indexed(self, kind: str, index: str, key: Any) -> list[Obj] | None:
+        return None if kind == self._kind else self._src.indexed(kind, index, key)  # type: ignore[no-any-return]
+
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FAULTS = [("Node", True), ("DaemonSet", False), ("ResourceQuota", True), ("Event", False),
+          ("Namespace", True), ("Job", True), ("ClusterPolicy", False)]  # fmt: skip
+
+
+def _answer_of(run: Any, src: Any, ns: str, name: str) -> Any:
+    """What a triage answers (its verdict's fields), or the error it raises, by type and text."""
+    try:
+        found = run(src, namespace=ns, name=name)
+    except SourceError as e:
+        return type(e).__name__, str(e)
+    return found.model_dump(include=set(TriageVerdict.model_fields))
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in FIXTURES.glob("*.y*ml") if p.name != "expected.yaml"),
+    ids=lambda p: p.stem,
+)
+def test_a_sweeps_verdict_is_the_reports_whatever_cannot_be_read(path: Path) -> None:
+    """With any one kind unreadable (refused or failing), the verdict a sweep takes of each
+    workload is still exactly the full report's: the same answer, failing layer, unknown
+    layers and failed reads, or the same error."""
+    loaded = load_snapshot(path)
+    names = [(ns_of(o) or "default", name_of(o)) for k in ("Pod", "Job", "Deployment")
+             for o in loaded.objects(k)]  # fmt: skip
+    for kind, forbidden in FAULTS:
+        alone = Failing(load_snapshot(path), kind, forbidden=forbidden)
+        report = Failing(load_snapshot(path), kind, forbidden=forbidden)
+        for ns, name in names:
+            assert _answer_of(verdict, alone, ns, name) == _answer_of(triage, report, ns, name), (
+                f"{kind} {'refused' if forbidden else 'failing'}: {ns}/{name}"
+            )
