@@ -222,7 +222,7 @@ def test_workloads_blocked_alike_share_one_cause_and_owner() -> None:
 
 
 def test_verdicts_and_members_share_the_names_of_their_given_fields(fleet: Sweep) -> None:
-    """Pydantic keeps a set of the given fields' names per model (728 bytes from seven
+    """Pydantic keeps a set of the given fields' names per model (728 bytes from five
     names): the thousands of verdicts and members of a sweep share one per distinct set, and
     a copy that changes a field changes its own set only."""
     src = SweepSource(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
