@@ -139,7 +139,7 @@ class _EventMeta(TypedDict, total=False):
 
 class _EventRef(TypedDict, total=False):
     # The object an Event is about, as triage.cluster.events files it: not its uid, API
-    # version, resourceVersion or fieldPath (a third of a decoded Event).
+    # version, resourceVersion or fieldPath (a fifth of a decoded Event).
     kind: Any
     name: Any
     namespace: Any

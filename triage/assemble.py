@@ -142,10 +142,16 @@ def _failing(signals: list[Signal]) -> Layer | None:
     return min((s.layer for s in signals if s.blocking), key=lambda la: la.rank, default=None)
 
 
-def _unknown_layers(d: Diagnosis) -> list[Layer]:
-    if not d.unknowns:
+def _layers_of(unknowns: list[Unknown]) -> list[Layer]:
+    """The layers that could not be judged, lowest first."""
+    if not unknowns:
         return []
-    return sorted({u.layer for u in d.unknowns}, key=lambda la: la.rank)
+    return sorted({u.layer for u in unknowns}, key=lambda la: la.rank)
+
+
+def _unknown_in(unknowns: list[Unknown], relevant: frozenset[Layer]) -> list[Layer]:
+    """Those of them that could explain the target, lowest first."""
+    return [la for la in _layers_of(unknowns) if la in relevant]
 
 
 def answer_of(
@@ -154,13 +160,8 @@ def answer_of(
     """The root-cause rule's verdict: the lowest blocking layer, unless a layer below it that
     could explain the pod could not be judged; then the answer is unknown, never a guess."""
     failing = _failing(signals)
-    if not unknowns:
-        return (Answer.BLOCKED, failing) if failing is not None else (Answer.CLEAR, None)
-    found = sorted({u.layer for u in unknowns}, key=lambda la: la.rank)
-    unknown = [la for la in found if la in relevant]
-    if failing is not None and not any(la.rank < failing.rank for la in unknown):
-        return Answer.BLOCKED, failing
-    if unknown:
+    unknown = _unknown_in(unknowns, relevant)
+    if unknown and (failing is None or unknown[0].rank < failing.rank):
         return Answer.UNKNOWN, None
     return (Answer.BLOCKED, failing) if failing is not None else (Answer.CLEAR, None)
 
@@ -248,7 +249,7 @@ def _cause(
 
 def _unknown_headline(d: Diagnosis) -> str:
     """What could not be judged and why; what is known above it, when something is."""
-    unknown = [la for la in _unknown_layers(d) if la in d.relevant]
+    unknown = _unknown_in(d.unknowns, d.relevant)
     why = next(u.reason for u in d.unknowns if u.layer == unknown[0])
     head = f"unknown: {', '.join(la.value for la in unknown)} could not be judged ({why})"
     failing = _failing(d.signals)
@@ -297,7 +298,7 @@ def judge(d: Diagnosis) -> TriageVerdict:
         cause=decision.cause,
         owner=decision.owner,
         answer=decision.answer,
-        unknown_layers=_unknown_layers(d),
+        unknown_layers=_layers_of(d.unknowns),
         unread=unread_of(d.unknowns, d.unread),
     )
     return shared_fields(verdict)
@@ -357,7 +358,7 @@ def assemble(
         gpu_stack=gpu_stack or [],
         cause=decision.cause,
         answer=decision.answer,
-        unknown_layers=_unknown_layers(d),
+        unknown_layers=_layers_of(d.unknowns),
         unread=unread,
         nodes=d.nodes() if nodes and d.nodes is not None else None,
     )
