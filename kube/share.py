@@ -108,7 +108,7 @@ class Sharer:
             if ABSENT not in values and type(values[0]) is str and type(values[1]) is str
             else {k: v for k, v in zip(_OWNER_REF, values, strict=True) if v is not ABSENT}
             for values in key
-        ]
+        ][:]  # a copy holds room for its items alone, the comprehension's for four: 16 bytes
         if key:
             if len(self._owners) >= _RECENT_OWNERS:
                 self._owners.clear()
