@@ -135,7 +135,8 @@ class LiveSource(SourceDefaults):
         decode: Callable[[bytes], Any] | None = None,
     ) -> list[Obj]:
         # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
-        # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed.
+        # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed. Events (every
+        # one, for a sweep): what they repeat kept once (`kube.slim.slim_event`).
         whole = kind == "Pod" and namespace is None and selector is None
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
@@ -145,7 +146,7 @@ class LiveSource(SourceDefaults):
                 field_selector=selector,
                 page_size=self.page_size,
                 decode=decode or list_decoder(kind, projected=whole),  # what is read
-                transform=projection("Pod") if whole else None,
+                transform=projection(kind) if whole or kind == "Event" else None,
             )
         return items
 

@@ -381,9 +381,39 @@ def slim_other(obj: Obj, sharer: Sharer) -> Obj:
     return obj | {"metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
+# An Event's strings that repeat across the cluster's events: what happened, and where.
+_EVENT_TEXT = ("reason", "type", "eventTime", "lastTimestamp", "firstTimestamp", "action")
+_EVENT_PART_TEXT = ("namespace", "kind", "creationTimestamp", "lastObservedTime")
+
+
+def slim_event(obj: Obj, sharer: Sharer) -> Obj:
+    """An Event of a cluster-wide list (a fleet sweep holds every one while it runs), its
+    repeated strings kept once: the message (a workload's pods are refused alike), the reason,
+    type and times, and the namespace and kind of what it is about. About half of a decoded
+    event of a live cluster; the names, its own and its object's, stay its own."""
+    obj = slim_other(obj, sharer)
+    text = sharer.text
+    for k in _EVENT_TEXT:
+        v = obj.get(k)
+        if type(v) is str:
+            obj[k] = text(v)
+    for k in ("message", "note"):
+        v = obj.get(k)
+        if type(v) is str:
+            obj[k] = sharer.value(v)
+    for part in ("metadata", "involvedObject", "regarding", "series"):
+        d = obj.get(part)
+        if type(d) is dict:
+            for k in _EVENT_PART_TEXT:
+                v = d.get(k)
+                if type(v) is str:
+                    d[k] = text(v)
+    return obj
+
+
 def projection(kind: str, sharer: Sharer | None = None) -> Callable[[Obj], Obj]:
     """The projection for `kind`, sharing equal values through `sharer` (a fresh one if None)."""
-    fn = {"Pod": slim_pod, "Node": slim_node}.get(kind, slim_other)
+    fn = {"Pod": slim_pod, "Node": slim_node, "Event": slim_event}.get(kind, slim_other)
     share = sharer or Sharer()
     return lambda obj: fn(obj, share)
 

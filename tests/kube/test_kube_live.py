@@ -14,6 +14,7 @@ from kube.errors import ConfigError, UnauthorizedError
 from kube.live import LiveSource, connect
 from kube.testing import FakeApiServer
 from tests.builders import event, node, pod
+from triage.cluster.events import by_subject, normalise_event
 from triage.cluster.memory import MemorySource
 from triage.cluster.source import ForbiddenError, UnavailableError
 
@@ -147,6 +148,32 @@ def test_events_for_is_one_field_selected_request(api: FakeApiServer, kubeconfig
     path, query = api.requests[-1]
     assert path == "/api/v1/namespaces/team-a/events"
     assert query["fieldSelector"] == "involvedObject.kind=Pod,involvedObject.name=train"
+
+
+def test_a_cluster_wide_event_list_keeps_what_events_repeat_once(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    """A sweep lists every event of the cluster and holds them while it runs: events of one
+    workload's pods that say the same hold one message, reason and namespace between them,
+    each keeps its own names, and they read as listed."""
+    said = "0/5000 nodes are available: 5000 Insufficient nvidia.com/gpu."
+    for i in range(3):
+        api.apply(event(event_name=f"train-{i}.1", kind="Pod", name=f"train-{i}",
+                        reason="FailedScheduling", message=said))  # fmt: skip
+    api.apply(event(event_name="job.1", kind="Job", name="train", reason="FailedCreate"))
+    evs = connect(kubeconfig=kubeconfig).objects("Event")
+    stored = {e["metadata"]["name"]: e for e in api.objects_of("Event")}
+    assert len(evs) == len(stored) == 4
+    for e in evs:
+        assert normalise_event(e) == normalise_event(stored[e["metadata"]["name"]])
+    assert by_subject(evs).keys() == by_subject(stored.values()).keys()
+    pods = [e for e in evs if e["involvedObject"]["kind"] == "Pod"]
+    assert len(pods) == 3 and len({id(e["message"]) for e in pods}) == 1
+    for field in ("reason", "type", "lastTimestamp"):
+        assert len({id(e[field]) for e in pods}) == 1, field
+    assert len({id(e["metadata"]["namespace"]) for e in evs}) == 1
+    assert len({id(e["involvedObject"]["kind"]) for e in pods}) == 1
+    assert [e["metadata"]["name"] for e in pods] == ["train-0.1", "train-1.1", "train-2.1"]
 
 
 def test_node_usage_reads_the_nodes_asked_about_then_all(
