@@ -49,6 +49,7 @@ class Sharer:
         self.specs: dict[Hashable, Obj] = {}
         self.statuses: dict[Hashable, Obj] = {}
         self._owners: dict[tuple[Any, ...], list[Obj]] = {}
+        self._strings: dict[str, str] = {}
 
     def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
         """The canonical instance of `value`. When `value` is new, `parts(value, self)`
@@ -74,6 +75,19 @@ class Sharer:
             table.clear()
         table[key] = value
         return value
+
+    def string(self, value: Any) -> Any:
+        """One instance of equal strings of any length, kept in this sharer's own table, not
+        the interpreter's: for values many and short-lived (the times and messages of a
+        sweep's events), which interning would leave a slot each in its table."""
+        if type(value) is not str:
+            return value
+        found = self._strings.get(value)
+        if found is None:
+            if len(self._strings) >= _MAX_SHARED:
+                self._strings.clear()
+            found = self._strings[value] = value
+        return found
 
     @staticmethod
     def text(value: Any) -> Any:

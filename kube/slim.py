@@ -382,7 +382,9 @@ def slim_other(obj: Obj, sharer: Sharer) -> Obj:
 
 
 # An Event's strings that repeat across the cluster's events: what happened, and where.
-_EVENT_TEXT = ("reason", "type", "eventTime", "lastTimestamp", "firstTimestamp", "action")
+_EVENT_TEXT = (
+    "reason", "type", "message", "note", "eventTime", "lastTimestamp", "firstTimestamp", "action",
+)  # fmt: skip
 _EVENT_PART_TEXT = ("namespace", "kind", "creationTimestamp", "lastObservedTime")
 
 
@@ -392,22 +394,16 @@ def slim_event(obj: Obj, sharer: Sharer) -> Obj:
     type and times, and the namespace and kind of what it is about. About half of a decoded
     event of a live cluster; the names, its own and its object's, stay its own."""
     obj = slim_other(obj, sharer)
-    text = sharer.text
+    string = sharer.string  # the list's own table: most event times are seen once
     for k in _EVENT_TEXT:
-        v = obj.get(k)
-        if type(v) is str:
-            obj[k] = text(v)
-    for k in ("message", "note"):
-        v = obj.get(k)
-        if type(v) is str:
-            obj[k] = sharer.value(v)
+        if k in obj:
+            obj[k] = string(obj[k])
     for part in ("metadata", "involvedObject", "regarding", "series"):
         d = obj.get(part)
         if type(d) is dict:
             for k in _EVENT_PART_TEXT:
-                v = d.get(k)
-                if type(v) is str:
-                    d[k] = text(v)
+                if k in d:
+                    d[k] = string(d[k])
     return obj
 
 
