@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from sys import intern
-from typing import Any
+from typing import Any, TypeVar
 from zlib import crc32
 
 import orjson
@@ -22,6 +22,8 @@ from kube.compact import compact
 from triage.cluster.objects import Obj
 
 _OWNER_REF = ("apiVersion", "kind", "name", "controller")
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 _MAX_SHARED = 200_000  # distinct shared values kept before a table starts over
 _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
 
@@ -69,8 +71,8 @@ class Sharer:
         self._values[key] = value
         return value
 
-    def keep(self, table: dict[Hashable, Obj], key: Hashable, value: Obj) -> Obj:
-        """`value`, kept in `table` (one of the above) under `key`."""
+    def keep(self, table: dict[K, V], key: K, value: V) -> V:
+        """`value`, kept in `table` (one of this sharer's) under `key`."""
         if len(table) >= _MAX_SHARED:
             table.clear()
         table[key] = value
@@ -83,11 +85,7 @@ class Sharer:
         if type(value) is not str:
             return value
         found = self._strings.get(value)
-        if found is None:
-            if len(self._strings) >= _MAX_SHARED:
-                self._strings.clear()
-            found = self._strings[value] = value
-        return found
+        return self.keep(self._strings, value, value) if found is None else found
 
     @staticmethod
     def text(value: Any) -> Any:
