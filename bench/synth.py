@@ -1,7 +1,8 @@
 """A synthetic GPU cluster: node pools, tenants with quotas, the GPU Operator, and failures.
 
 Deterministic for a seed. Pods carry the bulk of a real pod (env, mounts, probes,
-managedFields, container statuses) so list payloads and the cache's slimming are realistic.
+managedFields, container statuses, the labels their controllers set, the annotations the CNI
+writes) so list payloads and the cache's slimming are realistic.
 Most pools are NVIDIA's; an AMD MI300X pool and an AWS Trainium pool ask their own
 resources, and some pending pods ask an RDMA device no node offers. About 2% of pods are
 Pending for a mix of reasons the engine diagnoses.
@@ -9,7 +10,10 @@ Pending for a mix of reasons the engine diagnoses.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
+import uuid
 import zlib
 from typing import Any
 
@@ -37,6 +41,34 @@ def _ts(name: str) -> str:
     """A per-object timestamp, so identical pods do not share strings a real cluster would not."""
     n = zlib.crc32(name.encode()) % 86400
     return f"2025-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
+
+
+def _uid(key: str) -> str:
+    """A uid as the API server writes one (a UUID), the same for the same key."""
+    return str(uuid.UUID(bytes=hashlib.blake2b(key.encode(), digest_size=16).digest()))
+
+
+def _network_annotations(name: str, gpu: int) -> Obj:
+    """What the CNI writes on a pod it gave an address: Calico's container ID and address, and
+    Multus's status of each network attached (the pod network; an RDMA network for a pod
+    of eight GPUs or more, as the NVIDIA Network Operator attaches one)."""
+    n = zlib.crc32(name.encode())
+    ip = f"10.{128 + n % 64}.{n >> 8 & 255}.{n >> 16 & 255}"
+    networks = [{"name": "k8s-pod-network", "ips": [ip], "default": True, "dns": {}}]
+    if gpu >= 8:
+        networks.append({
+            "name": "gpu-operator/rdma-net", "interface": "net1",
+            "ips": [f"192.168.{n >> 8 & 255}.{n >> 16 & 255}"], "mac": "02:00:" + ":".join(f"{n:08x}"[i : i + 2] for i in range(0, 8, 2)),
+            "dns": {}, "device-info": {"type": "pci", "version": "1.1.0",
+                                      "pci": {"pci-address": f"0000:{n % 200 + 16:02x}:00.2"}},
+        })  # fmt: skip
+    status = json.dumps(networks, indent=4)  # as Multus writes it
+    return {
+        "cni.projectcalico.org/containerID": hashlib.sha256(name.encode()).hexdigest(),
+        "cni.projectcalico.org/podIP": f"{ip}/32",
+        "cni.projectcalico.org/podIPs": f"{ip}/32",
+        "k8s.v1.cni.cncf.io/network-status": status,
+    }
 
 
 def _meta(name: str, ns: str | None = None, **extra: Any) -> Obj:
@@ -152,9 +184,18 @@ def pod(
                                    "started": True,
                                    "state": {"running": {"startedAt": _ts(name + "s")}}}],
         }  # fmt: skip
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name.rsplit("-", 1)[0],
-             "uid": f"uid-job-{name}", "controller": True}  # fmt: skip
-    meta = _meta(name, ns, labels={"app": "train", "team": ns}, ownerReferences=[owner])
+    # Owned by its Job, with the labels the Job controller sets (both generations of them;
+    # the API server writes map keys sorted), and what the CNI writes once it has an address.
+    job = name.rsplit("-", 1)[0]
+    uid = _uid(f"{ns}/{job}")
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": uid,
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    labels = {"app": "train", "batch.kubernetes.io/controller-uid": uid,
+              "batch.kubernetes.io/job-name": job, "controller-uid": uid, "job-name": job,
+              "team": ns}  # fmt: skip
+    meta = _meta(name, ns, generateName=f"{job}-", labels=labels, ownerReferences=[owner])
+    if node:
+        meta["annotations"] = _network_annotations(name, gpu)
     return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec, "status": status}
 
 
@@ -168,10 +209,12 @@ def operand_pod(ds: Obj, node: str) -> Obj:
     """A DaemonSet pod as its controller writes it: owned by the DaemonSet, pinned to `node`."""
     name = ds["metadata"]["name"]
     p = pod(f"{name}-{node}", OPERATOR_NS, node=node, gpu=0, phase="Running")
-    p["metadata"]["labels"] = {"app": name}
+    p["metadata"]["generateName"] = f"{name}-"
+    p["metadata"]["labels"] = {"app": name, "controller-revision-hash": "7c9b8d5f4",
+                               "pod-template-generation": "1"}  # fmt: skip
     p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
                                          "name": name, "uid": ds["metadata"]["uid"],
-                                         "controller": True}]  # fmt: skip
+                                         "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
     p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}  # fmt: skip
