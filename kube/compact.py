@@ -10,8 +10,11 @@ dict: a real `dict`, equal to `dict(zip(keys, values))`, that any code reads as 
 change: one that gains a key becomes an ordinary dict). At 150,000 pods that is 27 MB less.
 
 One class per set of keys, up to `SHAPES` of them (a pod's metadata has a few usual sets;
-others get ordinary dicts). An interpreter that does not make such dicts smaller (checked
-once, at import) gets ordinary dicts throughout.
+others get ordinary dicts), and as many again for the label sets of pods (`compact_labels`:
+their keys are not names, `app.kubernetes.io/name`, and a cluster's workloads have many
+sets of them; a budget of their own, so that they never take the metadata's). An
+interpreter that does not make such dicts smaller (checked once, at import) gets ordinary
+dicts throughout.
 """
 
 from __future__ import annotations
@@ -23,23 +26,34 @@ from keyword import iskeyword
 from typing import Any
 
 SHAPES = 64  # key sets given a class of their own
+LABEL_SHAPES = 256  # and label sets (`compact_labels`)
 
 Make = Callable[[Iterable[Any]], dict[str, Any]]
 _new = object.__new__
-_makers: dict[tuple[str, ...], Make] = {}
 _lock = threading.Lock()
 
 
 def _maker(keys: tuple[str, ...]) -> Make:
     """Dicts of these keys, in this order, sharing one keys table: made by a function that
-    sets them as attributes, in one statement (written out, as `dataclasses` and
-    `namedtuple` write theirs: four times as fast as setting them in a loop)."""
+    sets them as attributes, in one statement when they are names (written out, as
+    `dataclasses` and `namedtuple` write theirs: four times as fast as setting them in a
+    loop), else one by one."""
     cls = type("_Keys", (), {"__module__": __name__})
-    targets = "".join(f"o.{k}, " for k in keys)
-    code = f"def make(values):\n    o = new(cls)\n    {targets}= values\n    return o.__dict__\n"
-    scope: dict[str, Any] = {"new": _new, "cls": cls}
-    exec(code, scope)
-    make: Make = scope["make"]
+    if all(map(_named, keys)):
+        targets = "".join(f"o.{k}, " for k in keys)
+        code = (
+            f"def make(values):\n    o = new(cls)\n    {targets}= values\n    return o.__dict__\n"
+        )
+        scope: dict[str, Any] = {"new": _new, "cls": cls}
+        exec(code, scope)
+        make: Make = scope["make"]
+    else:
+
+        def make(values: Iterable[Any]) -> dict[str, Any]:
+            o: Any = _new(cls)
+            for k, v in zip(keys, values, strict=True):
+                setattr(o, k, v)
+            return o.__dict__  # type: ignore[no-any-return]
 
     # CPython gives a class's first instances room for keys to come, one slot less each
     # time (3.11: 30 slots, then 29, ...): make those now, so that every cached one fits.
@@ -55,6 +69,12 @@ def _named(key: str) -> bool:
     return key.isidentifier() and not iskeyword(key) and not key.startswith("_")
 
 
+def _settable(key: Any) -> bool:
+    """Whether `key` can be an instance's attribute of its own: a string that names nothing of
+    its class (whose attributes all begin with an underscore)."""
+    return type(key) is str and key != "" and not key.startswith("_")
+
+
 def _smaller() -> bool:
     keys = ("kind", "apiVersion", "metadata", "spec", "status")
     made = _maker(keys)([None] * len(keys))
@@ -64,17 +84,31 @@ def _smaller() -> bool:
 ENABLED = _smaller()
 
 
-def compact(keys: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
-    """`dict(zip(keys, values))` (as many values as keys), as small as this interpreter
-    makes it: keys that are not plain names (as an object's fields are) get an ordinary
-    dict."""
-    make = _makers.get(keys)
-    if make is None:
-        if not ENABLED or len(_makers) >= SHAPES or not all(map(_named, keys)):
-            return dict(zip(keys, values, strict=True))
-        with _lock:
-            make = _makers.get(keys) or _makers.setdefault(keys, _maker(keys))
-    return make(values)
+class _Shapes:
+    """Makers of small dicts, one per set of keys, up to `limit` sets (then ordinary dicts)."""
+
+    def __init__(self, limit: int, keys_ok: Callable[[Any], bool]) -> None:
+        self._makers: dict[tuple[str, ...], Make] = {}
+        self._limit, self._keys_ok = limit, keys_ok
+
+    def make(self, keys: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
+        """`dict(zip(keys, values))` (as many values as keys), as small as this interpreter
+        makes it, when the keys are right for these makers and within their budget."""
+        make = self._makers.get(keys)
+        if make is None:
+            makers = self._makers
+            if not ENABLED or len(makers) >= self._limit or not all(map(self._keys_ok, keys)):
+                return dict(zip(keys, values, strict=True))
+            with _lock:
+                make = makers.get(keys) or makers.setdefault(keys, _maker(keys))
+        return make(values)
+
+
+# Bound methods, not functions that call them: `compact` runs three times per pod.
+# `compact`: keys that are not plain names (as an object's fields are) get an ordinary dict.
+compact = _Shapes(SHAPES, _named).make
+# `compact_labels`: keys of any text but a leading underscore, with a budget of their own.
+compact_labels = _Shapes(LABEL_SHAPES, _settable).make
 
 
 def compacted(d: dict[str, Any]) -> dict[str, Any]:

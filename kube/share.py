@@ -4,8 +4,9 @@ Pods of one workload repeat the same containers, tolerations, selectors, labels 
 and the same short strings (namespace, node, phase). A `Sharer` returns one canonical
 instance for equal JSON values (found by a digest of their canonical JSON), for values its
 callers key themselves (`keep`: `kube.slim` keys a pod's spec and status by what it keeps of
-them, before making anything), for short strings (interned), and for the owner references
-of neighbouring objects. Shared values are never mutated: callers treat cached objects as
+them, before making anything), for short strings (interned), for the owner references of
+neighbouring objects, and for pods' label sets (kept for good once seen twice: most of a
+batch cluster's are one Job's, of one pod). Shared values are never mutated: callers treat cached objects as
 read-only, as with any ClusterSource.
 """
 
@@ -18,7 +19,7 @@ from zlib import crc32
 
 import orjson
 
-from kube.compact import compact
+from kube.compact import compact, compact_labels
 from triage.cluster.objects import Obj
 
 _OWNER_REF = ("apiVersion", "kind", "name", "controller")
@@ -26,6 +27,8 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 _MAX_SHARED = 200_000  # distinct shared values kept before a table starts over
 _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
+_RECENT_LABELS = 64  # label sets seen once, kept for the next objects (`Sharer.labels`)
+_RECENT_VALUES = 1024  # and the values of the last ones made
 
 
 def _canon(value: Any) -> bytes:
@@ -52,6 +55,9 @@ class Sharer:
         self.statuses: dict[Hashable, Obj] = {}
         self._owners: dict[tuple[Any, ...], list[Obj]] = {}
         self._strings: dict[str, str] = {}
+        self._labels: dict[tuple[Any, ...], Obj] = {}  # label sets seen twice
+        self._recent_labels: dict[tuple[Any, ...], Obj] = {}  # and those seen once, lately
+        self._recent_values: dict[str, str] = {}  # their values, and their owners' names
 
     def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
         """The canonical instance of `value`. When `value` is new, `parts(value, self)`
@@ -86,6 +92,50 @@ class Sharer:
             return value
         found = self._strings.get(value)
         return self.keep(self._strings, value, value) if found is None else found
+
+    def labels(self, labels: Any, owners: Any = ()) -> Any:
+        """One instance of equal label sets of pods. The pods of a workload come one after
+        another in a list's name order (and in a watch's bursts), and many workloads have one
+        pod (a Job's labels name it and its uid): a set seen once is kept only among the last
+        few, and one seen again for good, so that a set of one pod costs no entry. A new set
+        has interned keys, and values equal to one of the last ones made are that one: an app
+        or team name repeats across workloads, the Job controller writes the Job's name and
+        uid twice, and a value equal to the name of an owner (`owners`, the object's owner
+        references) is that name (not interned: most are seen a few times only)."""
+        if type(labels) is not dict or not labels:
+            return self.value(labels)
+        key = tuple(labels.items())
+        try:
+            found = self._labels.get(key)
+            if found is None:
+                found = self._recent_labels.pop(key, None)
+                if found is not None:  # seen again: kept for good, under its own strings
+                    return self.keep(self._labels, tuple(found.items()), found)
+        except TypeError:  # a value that is not a plain one: shared as any value is
+            return self.value(labels)
+        if found is not None:
+            return found
+        recent = self._recent_values
+        for r in owners if type(owners) is list else ():
+            name = r.get("name") if type(r) is dict else None
+            if type(name) is str:
+                recent[name] = name
+        keys, values = [], []
+        for k, v in labels.items():
+            if type(v) is str:
+                found_value = recent.get(v)
+                if found_value is None:
+                    if len(recent) >= _RECENT_VALUES:
+                        recent.clear()
+                    recent[v] = found_value = v
+                v = found_value
+            keys.append(intern(k) if type(k) is str else k)
+            values.append(v)
+        made = compact_labels(tuple(keys), values)
+        if len(self._recent_labels) >= _RECENT_LABELS:
+            self._recent_labels.clear()
+        self._recent_labels[key] = made
+        return made
 
     @staticmethod
     def text(value: Any) -> Any:

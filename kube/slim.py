@@ -5,9 +5,11 @@ kilobytes; the engine reads placement, requests and status. What pods have equal
 tolerations, selectors, labels, whole specs and statuses, short strings) is kept once
 (`kube.share`); a pod's spec and status are looked up by what their slim forms keep before
 anything is made of them; what remains a pod's own is made of dicts as small as CPython makes
-them (`kube.compact`). Small kinds are kept whole except `managedFields`, which nothing
-reads. When the engine starts reading a new field of a pod or node, add it here (tests
-compare triage through the cache with triage on full objects).
+them (`kube.compact`). Of a pod's annotations, only those the engine reads are kept
+(`POD_ANNOTATIONS`: the rest are mostly its CNI's, unique to it). Small kinds are kept whole
+except `managedFields`, which nothing reads. When the engine starts reading a new field of
+a pod or node, add it here (tests compare triage through the cache with triage on full
+objects).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import orjson
 from kube.compact import compact, compacted
 from kube.decode import Text, spec_part
 from kube.share import ABSENT, Sharer, digest
-from triage.cluster.objects import Obj
+from triage.cluster.objects import POD_ANNOTATIONS, Obj
 
 # No resourceVersion: nothing reads it from a cached object, and without it an update that
 # changes nothing else slims to an equal object, which the informer then keeps as it is.
@@ -69,8 +71,15 @@ def _pick(src: Obj | None, keys: frozenset[str]) -> Obj:
 
 
 def slim_meta(
-    obj: Obj, sharer: Sharer, keys: frozenset[str] = _META, *, share_labels: bool = True
+    obj: Obj,
+    sharer: Sharer,
+    keys: frozenset[str] = _META,
+    *,
+    share_labels: bool = True,
+    annotations: frozenset[str] | None = None,
 ) -> Obj:
+    """The metadata the engine reads: with `annotations`, only the annotations of those keys
+    (none at all when it has none of them)."""
     meta = _pick(obj.get("metadata"), keys)
     # Objects created in the same second (a Job's pods, a ReplicaSet scaling up) share their
     # creation time.
@@ -78,11 +87,19 @@ def slim_meta(
         v = meta.get(k)
         if type(v) is str:
             meta[k] = intern(v)
-    for k in ("labels", "annotations") if share_labels else ("annotations",):
-        if k in meta:
-            meta[k] = sharer.value(meta[k])
-    if meta.get("ownerReferences"):
-        meta["ownerReferences"] = sharer.owners(meta["ownerReferences"])
+    refs = meta.get("ownerReferences")
+    if refs:
+        meta["ownerReferences"] = refs = sharer.owners(refs)
+    if share_labels and "labels" in meta:
+        meta["labels"] = sharer.labels(meta["labels"], refs)
+    if "annotations" in meta:
+        kept = meta["annotations"]
+        if annotations is not None and type(kept) is dict:
+            kept = {k: v for k, v in kept.items() if k in annotations}
+            if not kept:
+                del meta["annotations"]
+                return compacted(meta)
+        meta["annotations"] = sharer.value(kept)
     return compacted(meta)
 
 
@@ -340,7 +357,7 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
     # Pods of one workload on one node have equal specs, and running pods of one shape equal
     # statuses: one copy of each for all of them (`_shared_spec`, `_shared_status`).
     spec_, status_ = _shared_spec(sharer, spec), _shared_status(sharer, obj.get("status") or {})
-    meta = slim_meta(obj, sharer, keys)
+    meta = slim_meta(obj, sharer, keys, annotations=POD_ANNOTATIONS)
     return compact(_OBJECT, (obj.get("kind"), obj.get("apiVersion"), meta, spec_, status_))
 
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 from typing import Any
 
 import pytest
 
-from kube.compact import ENABLED, compact, compacted
+from kube.compact import ENABLED, LABEL_SHAPES, compact, compact_labels, compacted
 from kube.decode import list_decoder
 from kube.share import Sharer
 from kube.slim import projection
 from tests.builders import pod
+from triage.cluster.objects import POD_ANNOTATIONS
 
 Obj = dict[str, Any]
 
@@ -114,3 +116,86 @@ def test_a_status_of_unusual_shape_is_kept_as_it_is_unshared() -> None:
         "terminated": {"exitCode": 1, "x": {"y": 1}}
     }
     assert x["status"] == y["status"]
+
+
+UID = "6f1d2c3b-0a9e-4e5f-8c7d-112233445566"
+
+
+def job_pod(name: str, job: str, *, uid: str = UID, annotations: Obj | None = None) -> Obj:
+    """A Job's pod as the Job controller labels it (its name and uid, twice each)."""
+    p = pod(name, selector={})
+    p["metadata"]["labels"] = {
+        "app": "train", "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": job, "controller-uid": uid, "job-name": job,
+    }  # fmt: skip
+    p["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": uid, "controller": True}
+    ]
+    if annotations is not None:
+        p["metadata"]["annotations"] = annotations
+    return p
+
+
+def test_the_labels_of_a_job_s_pods_are_kept_once_and_each_value_once() -> None:
+    a, b = slim([job_pod("train-a-x1", "train-a"), job_pod("train-a-x2", "train-a")])
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    labels = a["metadata"]["labels"]
+    assert list(labels.items()) == list(job_pod("x", "train-a")["metadata"]["labels"].items())
+    # The Job's name and uid, written twice by its controller, are one string each, the name
+    # the very one of the owner reference.
+    assert labels["job-name"] is labels["batch.kubernetes.io/job-name"]
+    assert labels["job-name"] is a["metadata"]["ownerReferences"][0]["name"]
+    assert labels["controller-uid"] is labels["batch.kubernetes.io/controller-uid"]
+    if ENABLED:
+        assert sys.getsizeof(labels) < sys.getsizeof(dict(labels))
+    assert json.loads(json.dumps(a))["metadata"]["labels"] == labels
+
+
+def test_a_label_set_seen_twice_stays_shared_and_one_seen_once_is_not_kept() -> None:
+    sharer = Sharer()
+    first = slim([job_pod("ds-a", "ds"), job_pod("ds-b", "ds")], sharer)
+    # Hundreds of one-pod Jobs later (each label set seen once), a pod of the first set still
+    # gets the set kept; a set seen once before them is made anew, equal.
+    jobs = [job_pod(f"j{i}-x", f"j{i}", uid=f"uid-{i}") for i in range(300)]
+    once = slim(jobs, sharer)
+    again = slim([job_pod("ds-c", "ds"), job_pod("j0-y", "j0", uid="uid-0")], sharer)
+    assert again[0]["metadata"]["labels"] is first[0]["metadata"]["labels"]
+    assert again[1]["metadata"]["labels"] is not once[0]["metadata"]["labels"]
+    assert again[1]["metadata"]["labels"] == once[0]["metadata"]["labels"]
+
+
+def test_labels_of_unusual_shape_are_kept_as_they_are() -> None:
+    odd = job_pod("odd", "j")
+    odd["metadata"]["labels"]["nested"] = {"not": "a label value"}
+    (kept,) = slim([odd])
+    assert kept["metadata"]["labels"] == odd["metadata"]["labels"]
+    plain = compact_labels(("_private", "app"), ("x", "y"))  # not made as an attribute
+    assert plain == {"_private": "x", "app": "y"}
+
+
+def test_a_pod_keeps_only_the_annotations_the_engine_reads() -> None:
+    cni = {
+        "cni.projectcalico.org/containerID": "ab" * 32,
+        "cni.projectcalico.org/podIP": "10.244.3.17/32",
+        "k8s.v1.cni.cncf.io/network-status": '[{"name": "k8s-pod-network"}]',
+    }
+    read = {"kueue.x-k8s.io/queue-name": "team-a", "scheduling.k8s.io/group-name": "pg"}
+    gang, plain, bare = slim([
+        job_pod("gang", "j", annotations=cni | read),
+        job_pod("plain", "j", annotations=cni),
+        job_pod("bare", "j"),
+    ])  # fmt: skip
+    assert gang["metadata"]["annotations"] == read
+    assert set(read) <= POD_ANNOTATIONS
+    # Only the CNI's: no annotations at all, and metadata as small as a pod's without any.
+    assert "annotations" not in plain["metadata"]
+    assert sys.getsizeof(plain["metadata"]) == sys.getsizeof(bare["metadata"])
+
+
+def test_label_sets_have_a_budget_of_their_own() -> None:
+    for i in range(LABEL_SHAPES + 1):  # more sets of keys than the budget
+        compact_labels((f"example.com/set-{i}-{os.getpid()}",), ("v",))
+    keys = ("kind", "apiVersion", "metadata", "spec", "status")
+    made = compact(keys, ("Pod", "v1", {}, {}, {}))
+    if ENABLED:
+        assert sys.getsizeof(made) < sys.getsizeof(dict(made))

@@ -21,6 +21,14 @@ from triage import load_playbook, triage
 from triage.cluster.memory import MemorySource
 
 NOW = datetime(2025, 1, 1, 1, 0, tzinfo=UTC)
+# What Calico and Multus write on a pod they gave an address: never read, never cached.
+CNI = {
+    "cni.projectcalico.org/containerID": "3f1c9a" * 10 + "beef",
+    "cni.projectcalico.org/podIP": "10.244.3.17/32",
+    "cni.projectcalico.org/podIPs": "10.244.3.17/32",
+    "k8s.v1.cni.cncf.io/network-status": '[{"name": "k8s-pod-network", "ips": ["10.244.3.17"]}]',
+}
+JOB_UID = "6f1d2c3b-0a9e-4e5f-8c7d-112233445566"
 
 
 def cluster() -> list[dict[str, Any]]:
@@ -49,12 +57,32 @@ def cluster() -> list[dict[str, Any]]:
     del broken["status"]["allocatable"]["nvidia.com/gpu"]
     objs.append(broken)
     for i in range(3):
-        objs.append(pod(f"busy-{i}", node_name=f"n{i}", gpus=8, phase="Running", selector={}))
+        busy = pod(f"busy-{i}", node_name=f"n{i}", gpus=8, phase="Running", selector={})
+        # A Job's pod as its controller labels it, and as its CNI annotates it.
+        busy["metadata"]["labels"] = {
+            "batch.kubernetes.io/controller-uid": JOB_UID, "batch.kubernetes.io/job-name": "busy",
+            "controller-uid": JOB_UID, "job-name": "busy",
+        }  # fmt: skip
+        busy["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "busy", "uid": JOB_UID,
+             "controller": True, "blockOwnerDeletion": True},
+        ]  # fmt: skip
+        busy["metadata"]["annotations"] = dict(CNI)
+        objs.append(busy)
     big = pod("big", gpus=16, phase="Pending", selector={})
     wrong = pod("wrong", gpus=1, phase="Pending", selector={})
     wrong["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "H100"}
     small = pod("small", gpus=1, phase="Pending", selector={})
-    for p in (big, wrong, small):
+    # Annotations the engine reads, among others it does not: a GPU a LimitRange default gave
+    # the pod, and a Volcano gang whose PodGroup does not exist.
+    injected = pod("injected", gpus=1, phase="Pending", selector={})
+    injected["metadata"]["annotations"] = CNI | {
+        "kubernetes.io/limit-ranger": "LimitRanger plugin set: nvidia.com/gpu request for "
+        "container main; nvidia.com/gpu limit for container main"
+    }
+    gang = pod("gang", gpus=1, phase="Pending", selector={})
+    gang["metadata"]["annotations"] = CNI | {"scheduling.k8s.io/group-name": "gang-pg"}
+    for p in (big, wrong, small, injected, gang):
         p["spec"]["containers"][0]["env"] = [{"name": "A", "value": "b"}]
         p["status"]["conditions"] = [
             {
@@ -82,7 +110,7 @@ def cache(api: FakeApiServer, kubeconfig: str) -> Iterator[CachedSource]:
     src.close()
 
 
-@pytest.mark.parametrize("name", ["big", "wrong", "small", "busy-0"])
+@pytest.mark.parametrize("name", ["big", "wrong", "small", "busy-0", "injected", "gang"])
 def test_cache_and_snapshot_reports_agree(cache: CachedSource, name: str) -> None:
     playbook = load_playbook()
     snapshot = MemorySource(cluster(), cluster_name="fake")
@@ -91,3 +119,7 @@ def test_cache_and_snapshot_reports_agree(cache: CachedSource, name: str) -> Non
     assert got.model_dump(mode="json") == want.model_dump(mode="json")
     if name != "busy-0":
         assert want.failing_layer is not None
+    # What the cache keeps of a pod's annotations is what these findings come from.
+    said = {"injected": "pod annotation kubernetes.io/limit-ranger: nvidia.com/gpu request",
+            "gang": "Volcano PodGroup gang-pg does not exist"}.get(name)  # fmt: skip
+    assert said is None or said in want.model_dump_json()

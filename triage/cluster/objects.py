@@ -10,6 +10,14 @@ from typing import Any, TypeVar
 Obj = dict[str, Any]
 T = TypeVar("T")
 
+# A pod's annotations that the engine reads. A cached pod keeps only these (`kube.slim`): the
+# rest are mostly its CNI's (addresses, container IDs, network status), unique to each pod and
+# larger than all else it keeps. Reading another annotation of a pod? Add it here.
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"  # also a label
+VOLCANO_GROUP = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+LIMIT_RANGER = "kubernetes.io/limit-ranger"  # what the LimitRanger set on the pod
+POD_ANNOTATIONS = frozenset((KUEUE_QUEUE, *VOLCANO_GROUP, LIMIT_RANGER))
+
 
 def pod_terminated(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from triage.cluster.objects import Obj, labels, name_of
+from triage.cluster.objects import LIMIT_RANGER, Obj, annotations_of, labels, name_of
 from triage.cluster.quantities import amount, fmt_amount, resources
 from triage.cluster.selectors import label_selector_matches
 from triage.cluster.source import ReadFailedError
@@ -179,10 +179,7 @@ def injected_gpus(pod: Obj) -> str | None:
     """The LimitRanger's own note that it set an accelerator request or limit on the pod
     (annotation kubernetes.io/limit-ranger), when it did: a GPU the pod's author never asked
     for."""
-    note = str(
-        ((pod.get("metadata") or {}).get("annotations") or {}).get("kubernetes.io/limit-ranger")
-        or ""
-    )
+    note = str(annotations_of(pod).get(LIMIT_RANGER) or "")
     parts = [p.strip() for p in note.removeprefix("LimitRanger plugin set:").split(";")]
     found = [p for p in parts if any(is_accelerator(w) for w in p.split())]
     return "; ".join(found) or None

@@ -3,7 +3,7 @@ Workload, LocalQueue and ClusterQueue (stopped, inactive, out of quota, evicted,
 
 from __future__ import annotations
 
-from triage.cluster.objects import Obj, annotations_of, condition, labels, name_of
+from triage.cluster.objects import KUEUE_QUEUE, Obj, annotations_of, condition, labels, name_of
 from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput, condition_false, find_owned
 from triage.model import Layer
@@ -11,7 +11,6 @@ from triage.signals import Signal
 from triage.vendors import is_accelerator
 
 KUEUE_GATE = "kueue.x-k8s.io/admission"
-KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 
 
 def _gpu_usage_text(cq: Obj) -> list[str]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from triage.cluster.objects import annotations_of, name_of
+from triage.cluster.objects import VOLCANO_GROUP, annotations_of, name_of
 from triage.cluster.source import ReadFailedError
 from triage.layers.quota.base import QuotaInput
 from triage.model import Layer
 from triage.signals import Signal
 from triage.vendors import is_accelerator
-
-VOLCANO_GROUP = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 
 
 def check_volcano(inp: QuotaInput) -> None:
