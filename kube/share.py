@@ -93,15 +93,16 @@ class Sharer:
         found = self._strings.get(value)
         return self.keep(self._strings, value, value) if found is None else found
 
-    def labels(self, labels: Any, owners: Any = ()) -> Any:
+    def labels(self, labels: Any, owners: Any = (), name: Any = None) -> Any:
         """One instance of equal label sets of pods. The pods of a workload come one after
         another in a list's name order (and in a watch's bursts), and many workloads have one
         pod (a Job's labels name it and its uid): a set seen once is kept only among the last
         few, and one seen again for good, so that a set of one pod costs no entry. A new set
         has interned keys, and values equal to one of the last ones made are that one: an app
         or team name repeats across workloads, the Job controller writes the Job's name and
-        uid twice, and a value equal to the name of an owner (`owners`, the object's owner
-        references) is that name (not interned: most are seen a few times only)."""
+        uid twice, and a value equal to the object's `name` (a StatefulSet's pod is labelled
+        with it) or to the name of one of its `owners` (its owner references) is that name
+        (not interned: most are seen a few times only)."""
         if type(labels) is not dict or not labels:
             return self.value(labels)
         key = tuple(labels.items())
@@ -116,10 +117,12 @@ class Sharer:
         if found is not None:
             return found
         recent = self._recent_values
+        if type(name) is str:
+            recent[name] = name
         for r in owners if type(owners) is list else ():
-            name = r.get("name") if type(r) is dict else None
-            if type(name) is str:
-                recent[name] = name
+            owner = r.get("name") if type(r) is dict else None
+            if type(owner) is str:
+                recent[owner] = owner
         keys, values = [], []
         for k, v in labels.items():
             if type(v) is str:

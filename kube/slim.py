@@ -91,7 +91,7 @@ def slim_meta(
     if refs:
         meta["ownerReferences"] = refs = sharer.owners(refs)
     if share_labels and "labels" in meta:
-        meta["labels"] = sharer.labels(meta["labels"], refs)
+        meta["labels"] = sharer.labels(meta["labels"], refs, meta.get("name"))
     if "annotations" in meta:
         kept = meta["annotations"]
         if annotations is not None and type(kept) is dict:

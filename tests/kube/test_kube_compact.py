@@ -151,6 +151,15 @@ def test_the_labels_of_a_job_s_pods_are_kept_once_and_each_value_once() -> None:
     assert json.loads(json.dumps(a))["metadata"]["labels"] == labels
 
 
+def test_a_stateful_set_s_pod_is_labelled_with_its_own_name_kept_once() -> None:
+    p = pod("db-0", selector={})
+    p["metadata"]["labels"] = {"app": "db", "statefulset.kubernetes.io/pod-name": "db-0"}
+    (kept,) = slim([p])
+    assert (
+        kept["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] is kept["metadata"]["name"]
+    )
+
+
 def test_a_label_set_seen_twice_stays_shared_and_one_seen_once_is_not_kept() -> None:
     sharer = Sharer()
     first = slim([job_pod("ds-a", "ds"), job_pod("ds-b", "ds")], sharer)
