@@ -16,6 +16,7 @@ import msgspec
 # Whole JSON is decoded as everywhere in `kube` (`kube.informer` tells this decoder apart by
 # identity from a typed one).
 from kube.fastjson import loads
+from triage.cluster.objects import POD_ANNOTATIONS
 
 # The shapes must name every field `slim_pod`/`slim_node` read (tests compare typed and
 # untyped decoding); values under them are decoded whole.
@@ -32,6 +33,17 @@ class _Meta(TypedDict, total=False):
     deletionTimestamp: Any
     generation: Any
     resourceVersion: Any  # a watch event's: where the watch has got to (the cache drops it)
+
+
+# Of a pod's annotations, those `slim_pod` keeps: the others (mostly the CNI's: addresses,
+# container IDs, network status) are skipped inside the decoder.
+_PodAnnotations = TypedDict(  # type: ignore[misc]  # keys that are not names
+    "_PodAnnotations", dict.fromkeys(sorted(POD_ANNOTATIONS), Any), total=False
+)
+
+
+class _PodMeta(_Meta, total=False):
+    annotations: _PodAnnotations | None
 
 
 class _Container(TypedDict, total=False):
@@ -93,7 +105,7 @@ class _PodStatus(TypedDict, total=False):
 class _Pod(TypedDict, total=False):
     kind: Any
     apiVersion: Any
-    metadata: _Meta | None
+    metadata: _PodMeta | None
     spec: _PodSpec | None
     status: _PodStatus | None
 
@@ -213,7 +225,7 @@ class _TextPodSpec(TypedDict, total=False):
 class _SlimPod(TypedDict, total=False):
     kind: Any
     apiVersion: Any
-    metadata: _Meta | None
+    metadata: _PodMeta | None
     spec: _TextPodSpec | None
     status: _PodStatus | None
 

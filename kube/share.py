@@ -97,12 +97,13 @@ class Sharer:
         """One instance of equal label sets of pods. The pods of a workload come one after
         another in a list's name order (and in a watch's bursts), and many workloads have one
         pod (a Job's labels name it and its uid): a set seen once is kept only among the last
-        few, and one seen again for good, so that a set of one pod costs no entry. A new set
-        has interned keys, and values equal to one of the last ones made are that one: an app
-        or team name repeats across workloads, the Job controller writes the Job's name and
-        uid twice, and a value equal to the object's `name` (a StatefulSet's pod is labelled
-        with it) or to the name of one of its `owners` (its owner references) is that name
-        (not interned: most are seen a few times only)."""
+        few, and one seen again for good, so that a set of one pod costs no entry. A new set is
+        a key-sharing dict (`compact_labels`: its keys are its shape's), and a value equal to
+        one of the last ones made is that one: an app or team name repeats across workloads,
+        the Job controller writes the Job's name and uid twice, and a value equal to the
+        object's `name` (a StatefulSet's pod is labelled with it) or to the name of one of
+        its `owners` (its owner references) is that name (not interned: most are seen a few
+        times only)."""
         if type(labels) is not dict or not labels:
             return self.value(labels)
         key = tuple(labels.items())
@@ -123,8 +124,8 @@ class Sharer:
             owner = r.get("name") if type(r) is dict else None
             if type(owner) is str:
                 recent[owner] = owner
-        keys, values = [], []
-        for k, v in labels.items():
+        values = []
+        for v in labels.values():
             if type(v) is str:
                 found_value = recent.get(v)
                 if found_value is None:
@@ -132,9 +133,9 @@ class Sharer:
                         recent.clear()
                     recent[v] = found_value = v
                 v = found_value
-            keys.append(intern(k) if type(k) is str else k)
             values.append(v)
-        made = compact_labels(tuple(keys), values)
+        # Its keys are its class's (setting an attribute interns its name): one copy of each.
+        made = compact_labels(tuple(labels), values)
         if len(self._recent_labels) >= _RECENT_LABELS:
             self._recent_labels.clear()
         self._recent_labels[key] = made

@@ -317,3 +317,18 @@ def test_pods_read_for_usage_alone_sum_to_the_same_usage_and_keep_little() -> No
     assert not any("conditions" in (p.get("status") or {}) for p in decoded)
     assert not any("affinity" in (p.get("spec") or {}) for p in decoded)
     assert len(orjson.dumps(decoded)) * 4 < len(page)
+
+
+@pytest.mark.parametrize("projected", [False, True], ids=["typed", "for-projection"])
+def test_a_pod_s_annotations_the_engine_does_not_read_are_never_decoded(projected: bool) -> None:
+    """The CNI's annotations (an address, a container ID, a network status of hundreds of
+    bytes) are skipped by the decoder; those the engine reads are decoded as they are."""
+    read = {"kueue.x-k8s.io/queue-name": "q", "kubernetes.io/limit-ranger": "LimitRanger ..."}
+    noise = {
+        "cni.projectcalico.org/podIP": "10.0.0.1/32",
+        "k8s.v1.cni.cncf.io/network-status": "[]",
+    }
+    page = orjson.dumps({"items": [{"metadata": {"name": "p", "annotations": noise | read}}]})
+    decode = list_decoder("Pod", projected=projected)
+    assert decode is not None
+    assert decode(page)["items"][0]["metadata"]["annotations"] == read
