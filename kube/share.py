@@ -28,6 +28,7 @@ V = TypeVar("V")
 _MAX_SHARED = 200_000  # distinct shared values kept before a table starts over
 _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
 _RECENT_LABELS = 64  # label sets seen once, kept for the next objects (`Sharer.labels`)
+_SHARED_LABELS = 16_384  # label sets of several objects kept before the table starts over
 _RECENT_VALUES = 1024  # and the values of the last ones made
 
 
@@ -55,8 +56,9 @@ class Sharer:
         self.statuses: dict[Hashable, Obj] = {}
         self._owners: dict[tuple[Any, ...], list[Obj]] = {}
         self._strings: dict[str, str] = {}
-        self._labels: dict[tuple[Any, ...], Obj] = {}  # label sets seen twice
-        self._recent_labels: dict[tuple[Any, ...], Obj] = {}  # and those seen once, lately
+        self._labels: dict[tuple[Any, ...], Obj] = {}  # label sets of several objects
+        # and those of one object lately: the set, and the name of the object
+        self._recent_labels: dict[tuple[Any, ...], tuple[Obj, Any]] = {}
         self._recent_values: dict[str, str] = {}  # their values, and their owners' names
 
     def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
@@ -77,9 +79,10 @@ class Sharer:
         self._values[key] = value
         return value
 
-    def keep(self, table: dict[K, V], key: K, value: V) -> V:
-        """`value`, kept in `table` (one of this sharer's) under `key`."""
-        if len(table) >= _MAX_SHARED:
+    def keep(self, table: dict[K, V], key: K, value: V, *, limit: int = _MAX_SHARED) -> V:
+        """`value`, kept in `table` (one of this sharer's) under `key`; a table of `limit`
+        entries starts over."""
+        if len(table) >= limit:
             table.clear()
         table[key] = value
         return value
@@ -96,27 +99,31 @@ class Sharer:
     def labels(self, labels: Any, owners: Any = (), name: Any = None) -> Any:
         """One instance of equal label sets of pods. The pods of a workload come one after
         another in a list's name order (and in a watch's bursts), and many workloads have one
-        pod (a Job's labels name it and its uid): a set seen once is kept only among the last
-        few, and one seen again for good, so that a set of one pod costs no entry. A new set is
-        a key-sharing dict (`compact_labels`: its keys are its shape's), and a value equal to
-        one of the last ones made is that one: an app or team name repeats across workloads,
-        the Job controller writes the Job's name and uid twice, and a value equal to the
-        object's `name` (a StatefulSet's pod is labelled with it) or to the name of one of
-        its `owners` (its owner references) is that name (not interned: most are seen a few
+        pod (a Job's labels name it and its uid): a set of one object is kept only among the
+        last few, and one of a second object (another `name`: not the same pod updated) for
+        good, so that a set of one pod costs no entry. A new set is a key-sharing dict
+        (`compact_labels`: its keys are its shape's), and a value equal to one of the last
+        ones made is that one: an app or team name repeats across workloads, the Job
+        controller writes the Job's name and uid twice, and a value equal to the object's
+        `name` (a StatefulSet's pod is labelled with it) or to the name of one of its
+        `owners` (its owner references) is that name (not interned: most are seen a few
         times only)."""
         if type(labels) is not dict or not labels:
             return self.value(labels)
         key = tuple(labels.items())
         try:
             found = self._labels.get(key)
-            if found is None:
-                found = self._recent_labels.pop(key, None)
-                if found is not None:  # seen again: kept for good, under its own strings
-                    return self.keep(self._labels, tuple(found.items()), found)
+            seen = self._recent_labels.get(key) if found is None else None
         except TypeError:  # a value that is not a plain one: shared as any value is
             return self.value(labels)
         if found is not None:
             return found
+        if seen is not None:
+            made, first = seen
+            if first == name:  # the same object again (an update): still its own
+                return made
+            del self._recent_labels[key]  # a second object's: kept for good, by its own strings
+            return self.keep(self._labels, tuple(made.items()), made, limit=_SHARED_LABELS)
         recent = self._recent_values
         if type(name) is str:
             recent[name] = name
@@ -138,7 +145,7 @@ class Sharer:
         made = compact_labels(tuple(labels), values)
         if len(self._recent_labels) >= _RECENT_LABELS:
             self._recent_labels.clear()
-        self._recent_labels[key] = made
+        self._recent_labels[key] = (made, name)
         return made
 
     @staticmethod

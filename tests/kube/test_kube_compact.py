@@ -172,6 +172,18 @@ def test_a_label_set_seen_twice_stays_shared_and_one_seen_once_is_not_kept() -> 
     assert again[1]["metadata"]["labels"] == once[0]["metadata"]["labels"]
 
 
+def test_a_pod_updated_again_and_again_leaves_no_label_set_kept_for_good() -> None:
+    """A watch sends a pod's every change (scheduled, started, ready): its labels are still
+    one pod's, and are not kept once the sets of other pods have come."""
+    sharer = Sharer()
+    updates = slim([job_pod("solo-x", "solo", uid="uid-solo")] * 3, sharer)
+    assert updates[0]["metadata"]["labels"] is updates[2]["metadata"]["labels"]
+    slim([job_pod(f"j{i}-x", f"j{i}", uid=f"uid-{i}") for i in range(300)], sharer)
+    (later,) = slim([job_pod("solo-y", "solo", uid="uid-solo")], sharer)
+    assert later["metadata"]["labels"] is not updates[0]["metadata"]["labels"]
+    assert later["metadata"]["labels"] == updates[0]["metadata"]["labels"]
+
+
 def test_labels_of_unusual_shape_are_kept_as_they_are() -> None:
     odd = job_pod("odd", "j")
     odd["metadata"]["labels"]["nested"] = {"not": "a label value"}
