@@ -5,7 +5,7 @@ and the same short strings (namespace, node, phase). A `Sharer` returns one cano
 instance for equal JSON values (found by a digest of their canonical JSON), for values its
 callers key themselves (`keep`: `kube.slim` keys a pod's spec and status by what it keeps of
 them, before making anything), for short strings (interned), for the owner references of
-neighbouring objects, and for pods' label sets (kept for good once seen twice: most of a
+neighbouring objects, and for pods' label sets (kept for good once a second pod has one: most of a
 batch cluster's are one Job's, of one pod). Shared values are never mutated: callers treat cached objects as
 read-only, as with any ClusterSource.
 """
@@ -27,7 +27,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 _MAX_SHARED = 200_000  # distinct shared values kept before a table starts over
 _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.owners`)
-_RECENT_LABELS = 64  # label sets seen once, kept for the next objects (`Sharer.labels`)
+_RECENT_LABELS = 64  # label sets of one object, kept for the next ones (`Sharer.labels`)
 _SHARED_LABELS = 16_384  # label sets of several objects kept before the table starts over
 _RECENT_VALUES = 1024  # and the values of the last ones made
 
