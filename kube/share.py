@@ -5,9 +5,9 @@ and the same short strings (namespace, node, phase). A `Sharer` returns one cano
 instance for equal JSON values (found by a digest of their canonical JSON), for values its
 callers key themselves (`keep`: `kube.slim` keys a pod's spec and status by what it keeps of
 them, before making anything), for short strings (interned), for the owner references of
-neighbouring objects, and for pods' label sets (kept for good once a second pod has one: most of a
-batch cluster's are one Job's, of one pod). Shared values are never mutated: callers treat cached objects as
-read-only, as with any ClusterSource.
+neighbouring objects, and for pods' label sets (kept for good once a second pod has one:
+most of a batch cluster's are one Job's, of one pod). Shared values are never mutated:
+callers treat cached objects as read-only, as with any ClusterSource.
 """
 
 from __future__ import annotations
