@@ -124,28 +124,22 @@ class Sharer:
                 return made
             del self._recent_labels[key]  # a second object's: kept for good, by its own strings
             return self.keep(self._labels, tuple(made.items()), made, limit=_SHARED_LABELS)
-        recent = self._recent_values
-        if type(name) is str:
-            recent[name] = name
+        recent, keep = self._recent_values, self.keep
+        if type(name) is str:  # the object's own names: what its labels repeat is those
+            keep(recent, name, name, limit=_RECENT_VALUES)
         for r in owners if type(owners) is list else ():
             owner = r.get("name") if type(r) is dict else None
             if type(owner) is str:
-                recent[owner] = owner
+                keep(recent, owner, owner, limit=_RECENT_VALUES)
         values = []
-        for v in labels.values():
+        for v in labels.values():  # inline, not a call per value: this runs for every pod
             if type(v) is str:
                 found_value = recent.get(v)
-                if found_value is None:
-                    if len(recent) >= _RECENT_VALUES:
-                        recent.clear()
-                    recent[v] = found_value = v
-                v = found_value
+                v = keep(recent, v, v, limit=_RECENT_VALUES) if found_value is None else found_value
             values.append(v)
         # Its keys are its class's (setting an attribute interns its name): one copy of each.
         made = compact_labels(tuple(labels), values)
-        if len(self._recent_labels) >= _RECENT_LABELS:
-            self._recent_labels.clear()
-        self._recent_labels[key] = (made, name)
+        self.keep(self._recent_labels, key, (made, name), limit=_RECENT_LABELS)
         return made
 
     @staticmethod
@@ -183,9 +177,7 @@ class Sharer:
             for values in key
         ][:]  # a copy holds room for its items alone, the comprehension's for four: 16 bytes
         if key:
-            if len(self._owners) >= _RECENT_OWNERS:
-                self._owners.clear()
-            self._owners[key] = made
+            self.keep(self._owners, key, made, limit=_RECENT_OWNERS)
         return made
 
 
