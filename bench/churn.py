@@ -1,22 +1,24 @@
 """A busy cluster's change stream, applied to the fake API server while the bench triages.
 
 Three kinds of change, in turn: a node's status refresh (the kubelet rewriting its
-conditions' heartbeat times), a training pod finishing (deleted, as a Job's TTL controller
-does) and a new one starting on the same node with the same GPUs. At 5,000 nodes the kubelets
-alone send about 17 node updates a second (one per node every 5 minutes when nothing changes).
+conditions' heartbeat times), a training Job finishing (its Job deleted by the TTL controller,
+then its pod) and a new one starting on the same node with the same GPUs (the Job, then its
+pod). At 5,000 nodes the kubelets alone send about 17 node updates a second (one per node
+every 5 minutes when nothing changes).
 `one(kind)` applies a single change (those, or a driver pod crashing on a healthy node) and
 says which object it touched, for the bench's re-sweeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import threading
 import time
 from datetime import UTC, datetime
 
-from bench.synth import OPERATOR_NS, pod
+from bench.synth import OPERATOR_NS, job, pod
 from kube.testing import FakeApiServer
 from triage.cluster.objects import Obj
 
@@ -98,6 +100,9 @@ class Churn:
     def _pod_finishes(self) -> Touched:
         i = self._rnd.randrange(len(self.running))
         ns, name, node, gpu = self.running[i]
+        # Its Job's TTL ran out: the Job is deleted, then its pod by the garbage collector.
+        with contextlib.suppress(KeyError):
+            self.server.delete("Job", name.rsplit("-", 1)[0], namespace=ns)
         self.server.delete("Pod", name, namespace=ns)
         # The freed slot is taken by the next start (same node, same GPUs).
         self.running[i] = self.running[-1]
@@ -107,7 +112,9 @@ class Churn:
     def _pod_starts(self) -> Touched:
         ns, _, node, gpu = self.running[-1]
         name = f"churn-{next(self._serial):06d}-0"
-        self.server.apply(pod(name, ns, node=node, gpu=gpu, phase="Running"))
+        started = pod(name, ns, node=node, gpu=gpu, phase="Running")
+        self.server.apply(job(started))  # a new Job, then the pod its controller makes
+        self.server.apply(started)
         self.running[-1] = (ns, name, node, gpu)
         return ("Pod", ns, name, False)
 

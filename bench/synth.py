@@ -2,7 +2,9 @@
 
 Deterministic for a seed. Pods carry the bulk of a real pod (env, mounts, probes,
 managedFields, container statuses, the labels their controllers set, the annotations the CNI
-writes) so list payloads and the cache's slimming are realistic.
+writes) so list payloads and the cache's slimming are realistic. Each tenant pod is a Job's,
+and its Job exists, as `kubectl get job -o yaml` prints it (`job`): a batch cluster holds as
+many Jobs as pods, running and completed.
 Most pools are NVIDIA's; an AMD MI300X pool and an AWS Trainium pool ask their own
 resources, and some pending pods ask an RDMA device no node offers. About 2% of pods are
 Pending for a mix of reasons the engine diagnoses.
@@ -151,7 +153,8 @@ def pod(
     container = {
         "name": "main", "image": "registry.example.com/train:2025.01", "resources": res,
         "command": ["python", "-m", "train"], "args": ["--epochs", "100", "--config", "/cfg"],
-        "env": [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(12)],
+        "env": [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(12)]
+        + [{"name": "RUN_ID", "value": name.rsplit("-", 1)[0]}],  # its Job's: a run of its own
         "volumeMounts": [{"name": f"vol-{i}", "mountPath": f"/mnt/{i}"} for i in range(4)]
         + [{"name": token, "readOnly": True,
             "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
@@ -197,6 +200,93 @@ def pod(
     if node:
         meta["annotations"] = _network_annotations(name, gpu)
     return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec, "status": status}
+
+
+# What the API server adds to a pod template it stores (a pod's own spec in the benchmark
+# lacks them: the cache never keeps them, and the wire size of pods was measured without).
+_TEMPLATE_DEFAULTS = {"dnsPolicy": "ClusterFirst", "securityContext": {},
+                      "terminationGracePeriodSeconds": 30}  # fmt: skip
+_CONTAINER_DEFAULTS = {"imagePullPolicy": "IfNotPresent",
+                       "terminationMessagePath": "/dev/termination-log",
+                       "terminationMessagePolicy": "File"}  # fmt: skip
+
+
+def _with_job(p: Obj) -> tuple[Obj, Obj]:
+    return p, job(p)
+
+
+def job(p: Obj) -> Obj:
+    """The Job of a Job's pod (`pod`), as `kubectl get job -o yaml` prints it: the spec with
+    the API server's defaults, the selector and template labels the Job controller sets, the
+    pod template without what admission and the kubelet add to its pods (the node, the
+    priority, the service-account token volume), the status its pod gives, and managedFields."""
+    meta, spec, status = p["metadata"], p["spec"], p["status"]
+    ref = meta["ownerReferences"][0]
+    name, ns, uid = ref["name"], meta["namespace"], ref["uid"]
+    volumes = [v for v in spec.get("volumes", []) if "projected" not in v]
+    containers = [
+        {k: v for k, v in c.items()}
+        | {"volumeMounts": [m for m in c.get("volumeMounts", []) if "readOnly" not in m]}
+        | _CONTAINER_DEFAULTS
+        for c in spec["containers"]
+    ]
+    drop = ("nodeName", "priority", "serviceAccountName", "volumes", "containers")
+    template = {k: v for k, v in spec.items() if k not in drop} | _TEMPLATE_DEFAULTS
+    template |= {"containers": containers, "volumes": volumes}
+    start = _ts(name + "start")
+    state: Obj = {"startTime": start, "terminating": 0, "uncountedTerminatedPods": {}}
+    phase = status.get("phase")
+    if phase == "Succeeded":
+        done = _ts(name + "done")
+        state |= {"completionTime": done, "ready": 0, "succeeded": 1, "conditions": [
+            {"type": t, "status": "True", "reason": "CompletionsReached",
+             "message": "Reached expected number of succeeded pods",
+             "lastProbeTime": done, "lastTransitionTime": done}
+            for t in ("SuccessCriteriaMet", "Complete")]}  # fmt: skip
+    else:
+        ready = any(c.get("ready") for c in status.get("containerStatuses", []))
+        state |= {"active": 1, "ready": int(ready)}
+    fields: Obj = {
+        "f:spec": {
+            f"f:{k}": {}
+            for k in (
+                "backoffLimit",
+                "completionMode",
+                "completions",
+                "manualSelector",
+                "parallelism",
+                "podReplacementPolicy",
+                "suspend",
+            )
+        }
+        | {
+            "f:template": {
+                "f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:team": {}}},
+                "f:spec": {f"f:{k}": {} for k in template}
+                | {"f:containers": {'k:{"name":"main"}': {f"f:{k}": {} for k in containers[0]}}},
+            }
+        }
+    }
+    managed = [
+        {"manager": "kubectl-create", "operation": "Update", "apiVersion": "batch/v1",
+         "time": meta["creationTimestamp"], "fieldsType": "FieldsV1", "fieldsV1": fields},
+        {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "batch/v1",
+         "time": start, "fieldsType": "FieldsV1", "subresource": "status",
+         "fieldsV1": {"f:status": {f"f:{k}": {} for k in state}}},
+    ]  # fmt: skip
+    job_meta = _meta(name, ns, labels={"app": "train", "team": ns}, generation=1)
+    job_meta |= {"uid": uid, "managedFields": managed}
+    return {
+        "kind": "Job", "apiVersion": "batch/v1", "metadata": job_meta,
+        "spec": {"backoffLimit": 6, "completionMode": "NonIndexed", "completions": 1,
+                 "manualSelector": False, "parallelism": 1,
+                 "podReplacementPolicy": "TerminatingOrFailed",
+                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
+                 "suspend": False,
+                 "template": {"metadata": {"creationTimestamp": None, "labels": meta["labels"]},
+                              "spec": template}},
+        "status": state,
+    }  # fmt: skip
 
 
 OPERANDS: dict[str, str] = {
@@ -363,7 +453,7 @@ def cluster(
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": f"0/{nodes} nodes are available: {nodes} Insufficient nvidia.com/gpu.",
             }]  # fmt: skip
-            objs.append(p)
+            objs += (p, job(p))
             objs.append({"kind": "Event", "apiVersion": "v1",
                          "metadata": _meta(f"{pname}.evt", team),
                          "involvedObject": {"kind": "Pod", "name": pname, "namespace": team},
@@ -378,7 +468,7 @@ def cluster(
             target = next((n for n, f in pool_free.items() if f >= want), None)
             if target:
                 pool_free[target] -= want
-            objs.append(pod(pname, team, node=target, gpu=want if target else 0,
+            objs += _with_job(pod(pname, team, node=target, gpu=want if target else 0,
                             phase="Running" if target else "Succeeded", resource=resource))  # fmt: skip
         else:
             target = None
@@ -391,7 +481,7 @@ def cluster(
             target = target or (rnd.choice(gpu_nodes)[0] if gpu_nodes else None)
             if phase == "Running" and target:
                 free[target] -= gpu
-            objs.append(pod(pname, team, node=target, gpu=gpu if target else 0, phase=phase))
+            objs += _with_job(pod(pname, team, node=target, gpu=gpu if target else 0, phase=phase))
         made += 1
         workload += 1
     for i in range(PINNED):  # after the others: the cluster is otherwise as it was
@@ -400,7 +490,7 @@ def cluster(
         p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
                                       "reason": "Unschedulable",
                                       "message": f"0/{nodes} nodes are available"}]  # fmt: skip
-        objs.append(p)
+        objs += (p, job(p))
     return objs, pending
 
 
