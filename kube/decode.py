@@ -240,6 +240,75 @@ class _SlimPodEvent(TypedDict, total=False):
     object: _SlimPod | None
 
 
+# Workloads with a pod template (`kube.slim.slim_workload`): the template as a pod's, the
+# rest of the spec field by field (every field of a Job's, a ReplicaSet's, a Deployment's and
+# a StatefulSet's spec but the selector), the status whole.
+
+
+class _TemplateMeta(TypedDict, total=False):
+    labels: Any
+    annotations: _PodAnnotations | None
+
+
+class _Template(TypedDict, total=False):
+    metadata: _TemplateMeta | None
+    spec: _TextPodSpec | None
+
+
+class _WorkloadSpec(TypedDict, total=False):
+    template: _Template | None
+    replicas: Any
+    minReadySeconds: Any
+    # Job
+    activeDeadlineSeconds: Any
+    backoffLimit: Any
+    backoffLimitPerIndex: Any
+    completionMode: Any
+    completions: Any
+    managedBy: Any
+    manualSelector: Any
+    maxFailedIndexes: Any
+    parallelism: Any
+    podFailurePolicy: Any
+    podReplacementPolicy: Any
+    successPolicy: Any
+    suspend: Any
+    ttlSecondsAfterFinished: Any
+    # Deployment
+    paused: Any
+    progressDeadlineSeconds: Any
+    revisionHistoryLimit: Any
+    strategy: Any
+    # StatefulSet
+    ordinals: Any
+    persistentVolumeClaimRetentionPolicy: Any
+    podManagementPolicy: Any
+    serviceName: Any
+    updateStrategy: Any
+    volumeClaimTemplates: Any
+
+
+class _Workload(TypedDict, total=False):
+    kind: Any
+    apiVersion: Any
+    metadata: _Meta | None
+    spec: _WorkloadSpec | None
+    status: Any
+
+
+class _WorkloadList(TypedDict, total=False):
+    metadata: Any
+    items: list[_Workload] | None
+
+
+class _WorkloadEvent(TypedDict, total=False):
+    type: Any
+    object: _Workload | None
+
+
+WORKLOAD_SPEC = frozenset(_WorkloadSpec.__annotations__)  # what `slim_workload` keeps of a spec
+
+
 _WHOLE: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
@@ -324,8 +393,17 @@ def event_decoder(kind: str, *, projected: bool = False) -> Callable[[bytes], An
 
 
 _USAGE_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UsagePodList)
-_PROJECTED_LISTS = _LIST_DECODERS | {"Pod": msgspec.json.Decoder(_SlimPodList)}
-_PROJECTED_EVENTS = _EVENT_DECODERS | {"Pod": msgspec.json.Decoder(_SlimPodEvent)}
+_WORKLOADS = ("Job", "ReplicaSet", "StatefulSet", "Deployment")
+_PROJECTED_LISTS = (
+    _LIST_DECODERS
+    | {"Pod": msgspec.json.Decoder(_SlimPodList)}
+    | dict.fromkeys(_WORKLOADS, msgspec.json.Decoder(_WorkloadList))
+)
+_PROJECTED_EVENTS = (
+    _EVENT_DECODERS
+    | {"Pod": msgspec.json.Decoder(_SlimPodEvent)}
+    | dict.fromkeys(_WORKLOADS, msgspec.json.Decoder(_WorkloadEvent))
+)
 
 
 def _or_whole(typed: msgspec.json.Decoder[Any]) -> Callable[[bytes], Any]:

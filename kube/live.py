@@ -23,7 +23,7 @@ from kube.decode import list_decoder, usage_decoder
 from kube.fastjson import gc_paused
 from kube.lists import PAGE_SIZE, events_for, kind_type, list_objects
 from kube.node_usage import NodeUsageReads
-from kube.slim import projection
+from kube.slim import PROJECTED, projection
 from kube.transport import Deadline
 from kube.workers import Workers
 from triage.cluster.indexes import INDEXERS, Index
@@ -135,9 +135,11 @@ class LiveSource(SourceDefaults):
         decode: Callable[[bytes], Any] | None = None,
     ) -> list[Obj]:
         # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
-        # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed. Events (every
-        # one, for a sweep): what they repeat kept once (`kube.slim.slim_event`).
-        whole = kind == "Pod" and namespace is None and selector is None
+        # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed. So is every
+        # workload with a pod template (a batch cluster's Jobs are as many as its pods, and
+        # 16 KB each decoded whole). Events (every one, for a sweep): what they repeat kept
+        # once (`kube.slim.slim_event`).
+        whole = kind in PROJECTED and namespace is None and selector is None
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
                 self.client,

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from kube.compact import compact, compacted
-from kube.decode import Text, spec_part
+from kube.decode import WORKLOAD_SPEC, Text, spec_part
 from kube.share import ABSENT, Sharer, digest
 from triage.cluster.objects import POD_ANNOTATIONS, Obj
 
@@ -262,7 +262,7 @@ def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
     volumes = spec.get("volumes")
     claims: list[Obj] = []
     for v in volumes or ():
-        if "persistentVolumeClaim" in v or "ephemeral" in v:
+        if _claim(v):
             claims.append(v)
     text = _spec_text(spec)
     if text is not None:
@@ -279,6 +279,11 @@ def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
     if found is None:
         found = sharer.keep(sharer.specs, key, _slim_spec(spec, claims, sharer))
     return found
+
+
+def _claim(volume: Obj) -> bool:
+    """Whether a pod's volume is a claim's (all the volume filters read)."""
+    return type(volume) is dict and ("persistentVolumeClaim" in volume or "ephemeral" in volume)
 
 
 def _spec_text(spec: Obj, *, node: bool = True) -> bytes | None:
@@ -391,6 +396,92 @@ def slim_node(obj: Obj, sharer: Sharer) -> Obj:
     return compact(_OBJECT, (obj.get("kind"), obj.get("apiVersion"), meta, spec, status))
 
 
+# Workloads whose pod template the engine reads only as a pod to come (`triage.target`, a
+# workload without pods; `triage.fleet.stuck`, the devices it wants): kept as a pod is.
+# DaemonSets are few, and the stack view reads more of their templates: kept whole.
+_TEMPLATED = frozenset(("Job", "ReplicaSet", "StatefulSet", "Deployment"))
+# Kinds whose cluster-wide lists a command keeps projected, as the cache keeps them (large
+# ones); the others are kept whole.
+PROJECTED = _TEMPLATED | {"Pod"}
+# Of a workload's spec, every field but its selector is kept (`WORKLOAD_SPEC`): the selector
+# is not read (pods are matched to their workload by owner references), and a Job's names
+# the Job's own uid. Of its status, when a Job started and finished are not read, and they
+# make each Job's status its own.
+_WORKLOAD_STATUS_DROP = frozenset(("startTime", "completionTime"))
+
+
+def slim_workload(obj: Obj, sharer: Sharer) -> Obj:
+    """A Job, ReplicaSet, StatefulSet or Deployment. Its pod template is kept as a pod's spec
+    and labels are (`_shared_spec`, `Sharer.labels`; of its annotations those the engine
+    reads of a pod's), its metadata as other kinds' (`slim_meta`), its status as a pod's
+    conditions are (`_condition`) and shared (the statuses of running Jobs, of completed Jobs,
+    are alike), the rest of its spec as it is. A batch cluster has a Job for each pod or few,
+    and one decoded whole (every variable, mount and probe of each container, its
+    managedFields) costs twenty times its pod slimmed."""
+    spec = obj.get("spec")
+    template = spec.get("template") if type(spec) is dict else None
+    if type(template) is not dict:
+        return slim_other(obj, sharer)
+    meta = slim_meta(obj, sharer)
+    tpl: Obj = {}
+    tpl_meta = template.get("metadata")
+    if type(tpl_meta) is dict:
+        kept: Obj = {}
+        labels = tpl_meta.get("labels")
+        if labels is not None:
+            kept["labels"] = labels = sharer.labels(labels, (), meta.get("name"))
+            uid = meta.get("uid")
+            for v in labels.values() if type(labels) is dict and type(uid) is str else ():
+                if v == uid:  # a Job's, as its controller labels it: one copy of its uid
+                    meta["uid"] = v
+                    break
+        notes = tpl_meta.get("annotations")
+        if type(notes) is dict:
+            notes = {k: v for k, v in notes.items() if k in POD_ANNOTATIONS} or None
+        if notes is not None:
+            kept["annotations"] = sharer.value(notes)
+        tpl["metadata"] = compacted(kept)
+    elif "metadata" in template:
+        tpl["metadata"] = tpl_meta
+    pod_spec = template.get("spec")
+    if type(pod_spec) is dict:
+        # As a pod's spec: decoded typed (`kube.decode`), looked up by what the slim form
+        # keeps, so the templates of a tenant's Jobs that differ only in what no layer reads
+        # (a variable naming the run) are one.
+        try:
+            tpl["spec"] = _shared_spec(sharer, pod_spec)
+        except (AttributeError, TypeError):  # a part of unexpected shape: kept as it is
+            tpl["spec"] = pod_spec
+    elif "spec" in template:
+        tpl["spec"] = pod_spec
+    slim_spec: Obj = {}
+    for k, v in spec.items():  # type: ignore[union-attr]
+        if k == "template":
+            slim_spec[k] = compacted(tpl)
+        elif k in WORKLOAD_SPEC:
+            slim_spec[k] = sharer.text(v)
+    status = obj.get("status")
+    if type(status) is dict:
+        status = sharer.value(_workload_status(status), _workload_status_parts)
+    kind, version = sharer.text(obj.get("kind")), sharer.text(obj.get("apiVersion"))
+    return compact(_OBJECT, (kind, version, meta, compacted(slim_spec), status))
+
+
+def _workload_status(status: Obj) -> Obj:
+    out = {k: v for k, v in status.items() if k not in _WORKLOAD_STATUS_DROP}
+    conditions = out.get("conditions")
+    if type(conditions) is list:
+        out["conditions"] = [_condition(c) if type(c) is dict else c for c in conditions]
+    return out
+
+
+def _workload_status_parts(status: Obj, sharer: Sharer) -> None:
+    for k, v in status.items():
+        status[k] = sharer.text(v)
+    if type(status.get("conditions")) is list:
+        status["conditions"] = [sharer.value(c) for c in status["conditions"]]
+
+
 def slim_other(obj: Obj, sharer: Sharer) -> Obj:
     meta = obj.get("metadata") or {}
     if "managedFields" not in meta:
@@ -426,7 +517,8 @@ def slim_event(obj: Obj, sharer: Sharer) -> Obj:
 
 def projection(kind: str, sharer: Sharer | None = None) -> Callable[[Obj], Obj]:
     """The projection for `kind`, sharing equal values through `sharer` (a fresh one if None)."""
-    fn = {"Pod": slim_pod, "Node": slim_node, "Event": slim_event}.get(kind, slim_other)
+    fn = {"Pod": slim_pod, "Node": slim_node, "Event": slim_event}.get(kind)
+    fn = fn or (slim_workload if kind in _TEMPLATED else slim_other)
     share = sharer or Sharer()
     return lambda obj: fn(obj, share)
 

@@ -69,6 +69,21 @@ def test_typed_pages_slim_to_the_same_objects(kind: str, projected: bool) -> Non
         assert _ordered(made) == _ordered(slim_whole(b)), a.get("metadata", {}).get("name")
 
 
+@pytest.mark.parametrize("kind", ["Job", "ReplicaSet", "StatefulSet", "Deployment"])
+def test_typed_workload_pages_slim_to_the_same_objects(kind: str) -> None:
+    objs = _objects(kind)
+    assert objs
+    page = orjson.dumps({"metadata": {}, "items": objs}, default=str)
+    decode = list_decoder(kind, projected=True)
+    assert decode is not None and list_decoder(kind) is None  # kept whole but by the cache
+    typed, whole = decode(page), orjson.loads(page)
+    slim_typed, slim_whole = projection(kind), projection(kind)
+    for a, b in zip(typed["items"], whole["items"], strict=True):
+        made = slim_typed(a)
+        assert _ordered(made) == _ordered(slim_whole(b)), a.get("metadata", {}).get("name")
+        assert "managedFields" not in made["metadata"]
+
+
 def test_the_projection_s_pod_spec_shape_names_every_field_the_typed_one_does() -> None:
     """Decoded for the projection, a spec keeps the same fields (most as text): a field added
     to one shape and not the other would be kept by one path of the cache and not the other."""
