@@ -175,6 +175,15 @@ def owned_pods(
     ]
 
 
+def has_pods(source: ClusterSource, *, namespace: str, owner: tuple[str, str]) -> bool:
+    """Whether any pod of `namespace` has an owner reference to `owner` ((kind, name)): as
+    `owned_pods` would find, without making the list (a sweep asks it of every workload)."""
+    found = source.indexed("Pod", POD_OWNER, (namespace, *owner))
+    if found is not None:
+        return bool(found)
+    return bool(owned_pods(source, namespace=namespace, owners=[owner]))
+
+
 def troubled_pods(source: ClusterSource, *, namespace: str | None) -> list[Obj]:
     """Pods not running fine (and not succeeded), in `namespace` or everywhere (None)."""
     key = ANY if namespace is None else namespace

@@ -29,10 +29,20 @@ def meta(obj: Obj) -> dict[str, Any]:
 
 
 def name_of(obj: Obj) -> str:
+    m = obj.get("metadata")
+    if type(m) is dict:  # the usual case without a call: a sweep reads every workload's
+        name = m.get("name", "")
+        if type(name) is str:
+            return name
     return str(meta(obj).get("name", ""))
 
 
 def ns_of(obj: Obj) -> str:
+    m = obj.get("metadata")
+    if type(m) is dict:
+        ns = m.get("namespace", "")
+        if type(ns) is str:
+            return ns
     return str(meta(obj).get("namespace", ""))
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from triage.cluster.events import parse_time
-from triage.cluster.indexes import owned_pods, troubled_pods
+from triage.cluster.indexes import has_pods, troubled_pods
 from triage.cluster.objects import Obj, condition_true, meta, name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
@@ -62,10 +62,10 @@ def _template(workload: Obj) -> Obj:
 
 
 def _finished(workload: Obj) -> bool:
-    return any(
-        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-        for c in (workload.get("status") or {}).get("conditions") or []
-    )
+    for c in (workload.get("status") or {}).get("conditions") or ():  # every workload's, a sweep
+        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
+            return True
+    return False
 
 
 def _wanted(workload: Obj) -> int:
@@ -197,7 +197,7 @@ def _add_podless(
     wanted = _wanted(w)
     if _finished(w) or (wanted == 0 and not _suspended(w)):
         return
-    if owned_pods(source, namespace=ns_of(w), owners=[(kind, name_of(w))]):
+    if has_pods(source, namespace=ns_of(w), owner=(kind, name_of(w))):
         return  # its pods, if stuck, were counted above
     parent = owners.rs_parent.get((ns_of(w), name_of(w))) if kind == "ReplicaSet" else None
     if parent and ("Deployment", ns_of(w), parent) not in owners.names:
