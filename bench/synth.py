@@ -12,6 +12,7 @@ Pending for a mix of reasons the engine diagnoses.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -77,13 +78,33 @@ def _meta(name: str, ns: str | None = None, **extra: Any) -> Obj:
     m: Obj = {"name": name, "uid": f"uid-{ns or ''}-{name}", "creationTimestamp": _ts(name)}
     if ns:
         m["namespace"] = ns
-    m["managedFields"] = [
-        {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
-         "time": TS, "fieldsType": "FieldsV1",
-         "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
-                      "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}}}}}},
-    ]  # fmt: skip
+    m["managedFields"] = _MANAGED
     return m | extra
+
+
+# What every object, or every pod, has alike is one Python object here (never changed in
+# place), so that the server of a 20,000-node cluster fits in memory; its JSON is the same.
+_MANAGED = [
+    {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+     "time": TS, "fieldsType": "FieldsV1",
+     "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                  "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}}}}}},
+]  # fmt: skip
+_ENV = [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(12)]
+_MOUNTS = [{"name": f"vol-{i}", "mountPath": f"/mnt/{i}"} for i in range(4)]
+_VOLUMES = [{"name": f"vol-{i}", "emptyDir": {}} for i in range(4)]
+_TOKEN = {"defaultMode": 420, "sources": [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+        "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}  # fmt: skip
+_CONTAINER = {
+    "command": ["python", "-m", "train"], "args": ["--epochs", "100", "--config", "/cfg"],
+    "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
+    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+}  # fmt: skip
+_TOLERATIONS = [{"key": k, "operator": "Exists", "effect": "NoSchedule"}
+                for k in ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron")]  # fmt: skip
 
 
 def node(
@@ -152,25 +173,16 @@ def pod(
     token = f"kube-api-access-{zlib.crc32(f'{ns}/{name}'.encode()) % 16**5:05x}"
     container = {
         "name": "main", "image": "registry.example.com/train:2025.01", "resources": res,
-        "command": ["python", "-m", "train"], "args": ["--epochs", "100", "--config", "/cfg"],
-        "env": [{"name": f"ENV_{i}", "value": f"value-{i}"} for i in range(12)]
-        + [{"name": "RUN_ID", "value": name.rsplit("-", 1)[0]}],  # its Job's: a run of its own
-        "volumeMounts": [{"name": f"vol-{i}", "mountPath": f"/mnt/{i}"} for i in range(4)]
-        + [{"name": token, "readOnly": True,
-            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
-        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
-        "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+        "command": _CONTAINER["command"], "args": _CONTAINER["args"],
+        "env": [*_ENV, {"name": "RUN_ID", "value": name.rsplit("-", 1)[0]}],  # its Job's run
+        "volumeMounts": [*_MOUNTS, {"name": token, "readOnly": True,
+                                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+        "readinessProbe": _CONTAINER["readinessProbe"], "ports": _CONTAINER["ports"],
     }  # fmt: skip
     spec: Obj = {
         "containers": [container],
-        "volumes": [{"name": f"vol-{i}", "emptyDir": {}} for i in range(4)]
-        + [{"name": token, "projected": {"defaultMode": 420, "sources": [
-            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
-                "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
-        "tolerations": [{"key": k, "operator": "Exists", "effect": "NoSchedule"}
-                        for k in ("nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron")],
+        "volumes": [*_VOLUMES, {"name": token, "projected": _TOKEN}],
+        "tolerations": _TOLERATIONS,
         "serviceAccountName": "default", "restartPolicy": "Never", "schedulerName": "default-scheduler",
         "priority": 0,
     } | spec_extra  # fmt: skip
@@ -246,27 +258,7 @@ def job(p: Obj) -> Obj:
     else:
         ready = any(c.get("ready") for c in status.get("containerStatuses", []))
         state |= {"active": 1, "ready": int(ready)}
-    fields: Obj = {
-        "f:spec": {
-            f"f:{k}": {}
-            for k in (
-                "backoffLimit",
-                "completionMode",
-                "completions",
-                "manualSelector",
-                "parallelism",
-                "podReplacementPolicy",
-                "suspend",
-            )
-        }
-        | {
-            "f:template": {
-                "f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:team": {}}},
-                "f:spec": {f"f:{k}": {} for k in template}
-                | {"f:containers": {'k:{"name":"main"}': {f"f:{k}": {} for k in containers[0]}}},
-            }
-        }
-    }
+    fields = _job_fields(tuple(template), tuple(containers[0]))
     managed = [
         {"manager": "kubectl-create", "operation": "Update", "apiVersion": "batch/v1",
          "time": meta["creationTimestamp"], "fieldsType": "FieldsV1", "fieldsV1": fields},
@@ -286,6 +278,18 @@ def job(p: Obj) -> Obj:
                  "template": {"metadata": {"creationTimestamp": None, "labels": meta["labels"]},
                               "spec": template}},
         "status": state,
+    }  # fmt: skip
+
+
+@functools.cache
+def _job_fields(template: tuple[str, ...], container: tuple[str, ...]) -> Obj:
+    """The fields kubectl-create owns of a Job of this template (the same for its like)."""
+    return {
+        "f:spec": {f"f:{k}": {} for k in ("backoffLimit", "completionMode", "completions",
+                   "manualSelector", "parallelism", "podReplacementPolicy", "suspend")}
+        | {"f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:team": {}}},
+           "f:spec": {f"f:{k}": {} for k in template}
+           | {"f:containers": {'k:{"name":"main"}': {f"f:{k}": {} for k in container}}}}}
     }  # fmt: skip
 
 
