@@ -25,7 +25,7 @@ from kube.decode import event_decoder, list_decoder
 from kube.fastjson import gc_paused, loads
 from kube.lists import WatchListRefused, list_objects, stream_objects
 from kube.slim import projection
-from triage.cluster.indexes import INDEXERS, Index
+from triage.cluster.indexes import BY_NAME, INDEXERS, Index
 from triage.cluster.objects import Obj
 from triage.cluster.source import (
     ForbiddenError,
@@ -132,7 +132,11 @@ class Informer:
 
     def indexed(self, index: str, key: object) -> list[Obj]:
         """The objects filed under `key` in `index` (one of `triage.cluster.indexes.INDEXERS`
-        for this kind). The first call builds the index without holding up the watch."""
+        for this kind). The first call builds the index without holding up the watch;
+        `BY_NAME` is the store itself."""
+        if index == BY_NAME:
+            found = self.get(*key) if type(key) is tuple and len(key) == 2 else None
+            return [] if found is None else [found]
         with self._lock:
             built = self._indexes.get(index)
             if built is not None:

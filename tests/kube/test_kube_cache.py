@@ -406,7 +406,7 @@ def test_the_store_answers_as_a_plain_dict_would_through_adds_changes_and_delete
     import random
 
     import kube.informer as informer_mod
-    from triage.cluster.indexes import POD_OWNER
+    from triage.cluster.indexes import BY_NAME, POD_OWNER
     from triage.cluster.source import KINDS
 
     rnd = random.Random(5)
@@ -435,6 +435,7 @@ def test_the_store_answers_as_a_plain_dict_would_through_adds_changes_and_delete
         for i in range(12):
             got = inf.get(ns, f"p{i}")
             assert (got is not None) == ((ns, f"p{i}") in held)
+            assert inf.indexed(BY_NAME, (ns, f"p{i}")) == ([] if got is None else [got])
         for owner in ("a", "b"):
             want = sorted(k for k, o in held.items() if k[0] == ns and o == owner)
             assert names(inf.indexed(POD_OWNER, (ns, "Job", owner))) == want

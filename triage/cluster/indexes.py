@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from triage.cluster.source import ClusterSource
 
 Indexer = Callable[[Obj], Iterable[Hashable]]
+_OWNER_KINDS = ("Job", "StatefulSet", "DaemonSet", "ReplicaSet", "Deployment")  # of pods
 
 # (namespace, owner kind, owner name) for each of a pod's owner references.
 POD_OWNER = "pod-owner"
@@ -26,6 +27,10 @@ POD_OWNER = "pod-owner"
 # under ANY: the fleet view looks for stuck GPU workloads among them.
 POD_TROUBLED = "pod-troubled"
 ANY = "*"
+# A workload kind's objects by (namespace, name): a sweep asks whether each stuck pod's owner
+# exists. A source whose store is keyed so (the watch cache, MemorySource) answers it from
+# the store, with nothing built; others build it as any index.
+BY_NAME = "by-name"
 
 
 def _owner_keys(pod: Obj) -> Iterable[Hashable]:
@@ -58,9 +63,15 @@ def _problem(status: Obj) -> str | None:
     return pod_problem({"status": status}, messages=False)
 
 
+def _name_keys(obj: Obj) -> Iterable[Hashable]:
+    m = meta(obj)
+    return ((m.get("namespace") or "", m.get("name") or ""),)
+
+
 INDEXERS: dict[tuple[str, str], Indexer] = {
     ("Pod", POD_OWNER): _owner_keys,
     ("Pod", POD_TROUBLED): _troubled_keys,
+    **{(kind, BY_NAME): _name_keys for kind in _OWNER_KINDS},
 }
 
 

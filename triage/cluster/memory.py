@@ -12,7 +12,7 @@ from datetime import datetime
 
 from triage.cluster.errors import NotServedError
 from triage.cluster.events import by_subject
-from triage.cluster.indexes import INDEXERS, Index
+from triage.cluster.indexes import BY_NAME, INDEXERS, Index
 from triage.cluster.kinds import ALL_KINDS
 from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj
@@ -162,7 +162,10 @@ class MemorySource(SourceDefaults):
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj]:
         """The objects filed under `key` in an index of `triage.cluster.indexes`, built on
-        first use."""
+        first use (`BY_NAME`: the store itself)."""
+        if index == BY_NAME:
+            found = self._by_kind[kind].get(key)  # type: ignore[call-overload]
+            return [] if found is None else [found]
         built = self._indexes.get((kind, index))
         if built is None:
             built = Index(INDEXERS[(kind, index)], self._by_kind[kind].values())

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from triage.cluster.events import parse_time
-from triage.cluster.indexes import has_pods, troubled_pods
+from triage.cluster.indexes import BY_NAME, has_pods, troubled_pods
 from triage.cluster.objects import Obj, condition_true, meta, name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
@@ -102,22 +102,37 @@ def _place(pod: Obj) -> str:
 class _Owners:
     """The owners that exist in one scope, read once, and the nearest existing owner of a pod."""
 
-    def __init__(self, read: _Read, ns: str | None) -> None:
+    def __init__(self, source: ClusterSource, read: _Read, ns: str | None) -> None:
         self.by_kind = {kind: read(kind, ns) for kind in OWNER_KINDS}
-        self.names = {(kind, ns_of(w), name_of(w)) for kind, ws in self.by_kind.items() for w in ws}
+        self._source = source
+        self._names: dict[str, set[tuple[str, str]]] = {}  # where the source has no BY_NAME
         self.rs_parent = {
             (ns_of(rs), name_of(rs)): ref[1]
             for rs in self.by_kind["ReplicaSet"]
             if (ref := owner(rs)) and ref[0] == "Deployment"
         }
 
+    def exists(self, kind: str, ns: str, name: str) -> bool:
+        """Whether a `kind` named `name` in `ns` (within the scope) is among those read: asked
+        of the source's by-name index (the cache's store), so that a sweep does not walk
+        every Job of a batch cluster to know their names."""
+        if not self.by_kind.get(kind):  # none in the scope, or unread: none known
+            return False
+        found = self._source.indexed(kind, BY_NAME, (ns, name))
+        if found is not None:
+            return bool(found)
+        names = self._names.get(kind)
+        if names is None:
+            names = self._names[kind] = {(ns_of(w), name_of(w)) for w in self.by_kind[kind]}
+        return (ns, name) in names
+
     def of(self, pod: Obj) -> tuple[str, str]:
         ref, ns = owner(pod), ns_of(pod)
-        if ref is None or (ref[0], ns, ref[1]) not in self.names:
+        if ref is None or not self.exists(ref[0], ns, ref[1]):
             return "Pod", name_of(pod)
         if ref[0] == "ReplicaSet":
             parent = self.rs_parent.get((ns, ref[1]))
-            if parent and ("Deployment", ns, parent) in self.names:
+            if parent and self.exists("Deployment", ns, parent):
                 return "Deployment", parent
         return ref
 
@@ -159,7 +174,7 @@ def stuck_workloads(
     bad_nodes = _not_ready_nodes(read)
     found: dict[tuple[str, str, str], Stuck] = {}
     for ns in scopes:
-        owners = _Owners(read, ns)
+        owners = _Owners(source, read, ns)
         places: dict[tuple[str, str], dict[str, list[Obj]]] = {}
         for pod in _candidates(source, ns, bad_nodes):
             node = (pod.get("spec") or {}).get("nodeName")
@@ -194,13 +209,15 @@ def _add_podless(
     w: Obj,
 ) -> None:
     """A workload that wants pods and has none (quota rejected them, a queue suspends it)."""
+    if _finished(w):  # first: most Jobs of a batch cluster, and their statuses are shared
+        return
     wanted = _wanted(w)
-    if _finished(w) or (wanted == 0 and not _suspended(w)):
+    if wanted == 0 and not _suspended(w):
         return
     if has_pods(source, namespace=ns_of(w), owner=(kind, name_of(w))):
         return  # its pods, if stuck, were counted above
     parent = owners.rs_parent.get((ns_of(w), name_of(w))) if kind == "ReplicaSet" else None
-    if parent and ("Deployment", ns_of(w), parent) not in owners.names:
+    if parent and not owners.exists("Deployment", ns_of(w), parent):
         parent = None  # its Deployment is gone or unread: the ReplicaSet stands for itself
     tpl = _template(w)
     pods = max(wanted, 1)
