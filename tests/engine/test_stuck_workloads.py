@@ -85,3 +85,31 @@ def test_owners_are_known_by_name_from_the_store_as_from_the_lists() -> None:
     found = stuck_workloads(jobs_unread, unread=unread)
     assert ("team-a", "train-0", "Pod") in [(s.namespace, s.name, s.kind) for s in found]
     assert unread
+
+
+def test_jobs_wanting_pods_are_found_alike_from_the_index_the_watch_keeps_and_the_list() -> None:
+    """Through 300 random changes of Jobs and their pods (made, suspended or not, of
+    parallelism 0 to 2, finished, failed, deleted), a sweep finds the same workloads from the index of Jobs that
+    want pods (kept current as a watch keeps it) as from every Job read."""
+    import random
+
+    rnd = random.Random(7)
+    source = cluster(namespace("team-a"), namespace("team-b"))
+    plain = _Unindexed(source)
+    assert stuck_workloads(source) == stuck_workloads(plain) == []
+    for _ in range(300):
+        ns, name = rnd.choice(("team-a", "team-b")), f"j{rnd.randrange(15)}"
+        what = rnd.choice(("job", "job", "job", "done", "failed", "gone", "pod"))
+        if what == "gone":
+            source.remove("Job", name, namespace=ns)
+        elif what == "pod":
+            source.put(pod(f"{name}-0", ns=ns, owner=("Job", name)))
+        else:
+            w = job(name, pod("x")["spec"], complete=what == "done")
+            w["metadata"]["namespace"] = ns
+            if what == "failed":
+                w["status"]["conditions"] = [{"type": "Failed", "status": "True"}]
+            w["spec"] |= {"suspend": rnd.random() < 0.3, "parallelism": rnd.choice((0, 1, 2))}
+            source.put(w)
+        assert stuck_workloads(source) == stuck_workloads(plain)
+    assert stuck_workloads(source)  # some were found along the way and at the end

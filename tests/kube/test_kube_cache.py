@@ -444,6 +444,40 @@ def test_the_store_answers_as_a_plain_dict_would_through_adds_changes_and_delete
     assert len(inf) == 0 and inf.items() == [] and inf._by_ns == {}
 
 
+def test_the_jobs_wanting_pods_follow_the_watch() -> None:
+    """The index of Jobs that want pods a sweep reads (`WORKLOAD_OPEN`), built and then kept
+    through 200 random watch events (Jobs made, finished, scaled to zero, suspended, deleted):
+    always the Jobs of the store that want pods."""
+    import random
+
+    import kube.informer as informer_mod
+    from triage.cluster.indexes import ANY, WORKLOAD_OPEN, wants_pods
+    from triage.cluster.source import KINDS
+
+    rnd = random.Random(11)
+    inf = informer_mod.Informer(None, KINDS["Job"])  # type: ignore[arg-type]
+    assert inf.indexed(WORKLOAD_OPEN, ANY) == []
+    held: set[str] = set()
+    for _ in range(200):
+        name = f"j{rnd.randrange(10)}"
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": name, "namespace": "team-0"},
+               "spec": {"parallelism": rnd.choice((0, 1)), "suspend": rnd.random() < 0.3,
+                        "template": {"spec": pod("x")["spec"]}},
+               "status": {"conditions": [{"type": "Complete", "status": "True"}]
+                          if rnd.random() < 0.4 else []}}  # fmt: skip
+        if rnd.random() < 0.2:
+            etype = "DELETED"
+            held.discard(name)
+        else:
+            etype = "MODIFIED" if name in held else "ADDED"
+            held.add(name)
+        inf._apply({"type": etype, "object": job})
+        want = sorted(o["metadata"]["name"] for o in inf.items() if wants_pods(o))
+        assert sorted(o["metadata"]["name"] for o in inf.indexed(WORKLOAD_OPEN, ANY)) == want
+    assert 0 < len(want) < len(held)
+
+
 def test_a_heartbeat_keeps_the_cached_node_and_a_real_change_replaces_it(
     api: FakeApiServer, cache: CachedSource
 ) -> None:

@@ -31,6 +31,11 @@ ANY = "*"
 # exists. A source whose store is keyed so (the watch cache, MemorySource) answers it from
 # the store, with nothing built; others build it as any index.
 BY_NAME = "by-name"
+# Jobs and StatefulSets that want pods (`wants_pods`), under ANY: a sweep looks for workloads
+# without pods among them, not among every Job a batch cluster keeps once finished.
+# (ReplicaSets are looked at from their list: two may stand for one Deployment, and which
+# comes first then names the item.)
+WORKLOAD_OPEN = "workload-open"
 
 
 def _owner_keys(pod: Obj) -> Iterable[Hashable]:
@@ -63,6 +68,37 @@ def _problem(status: Obj) -> str | None:
     return pod_problem({"status": status}, messages=False)
 
 
+def workload_finished(workload: Obj) -> bool:
+    """Whether a Job (any workload with such conditions) completed or failed."""
+    for c in (workload.get("status") or {}).get("conditions") or ():  # every workload's, a sweep
+        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
+            return True
+    return False
+
+
+def workload_wanted(workload: Obj) -> int:
+    """The pods a workload asks for at once: a Job's parallelism, another's replicas."""
+    spec = workload.get("spec") or {}
+    if workload.get("kind") == "Job":
+        return int(spec.get("parallelism", 1) or 0)
+    return int(spec.get("replicas", 1) or 0)
+
+
+def wants_pods(workload: Obj) -> bool:
+    """Whether a workload wants pods: not finished, and asking for some or suspended (a
+    queue holds it)."""
+    if workload_finished(workload):  # first: a finished Job's status is shared, its spec not
+        return False
+    return workload_wanted(workload) != 0 or (workload.get("spec") or {}).get("suspend") is True
+
+
+def _open_keys(workload: Obj) -> Iterable[Hashable]:
+    try:
+        return (ANY,) if wants_pods(workload) else ()
+    except (AttributeError, TypeError, ValueError):  # an odd value: the sweep looks at it
+        return (ANY,)
+
+
 def _name_keys(obj: Obj) -> Iterable[Hashable]:
     m = meta(obj)
     return ((m.get("namespace") or "", m.get("name") or ""),)
@@ -72,6 +108,8 @@ INDEXERS: dict[tuple[str, str], Indexer] = {
     ("Pod", POD_OWNER): _owner_keys,
     ("Pod", POD_TROUBLED): _troubled_keys,
     **{(kind, BY_NAME): _name_keys for kind in _OWNER_KINDS},
+    ("Job", WORKLOAD_OPEN): _open_keys,
+    ("StatefulSet", WORKLOAD_OPEN): _open_keys,
 }
 
 

@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from triage.cluster.events import parse_time
-from triage.cluster.indexes import BY_NAME, has_pods, troubled_pods
+from triage.cluster.indexes import (
+    ANY,
+    BY_NAME,
+    INDEXERS,
+    WORKLOAD_OPEN,
+    has_pods,
+    troubled_pods,
+    wants_pods,
+    workload_wanted,
+)
 from triage.cluster.objects import Obj, condition_true, meta, name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
@@ -59,20 +68,6 @@ def _gpu_count(pod: Obj) -> int:
 
 def _template(workload: Obj) -> Obj:
     return {"spec": ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}}
-
-
-def _finished(workload: Obj) -> bool:
-    for c in (workload.get("status") or {}).get("conditions") or ():  # every workload's, a sweep
-        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
-            return True
-    return False
-
-
-def _wanted(workload: Obj) -> int:
-    spec = workload.get("spec") or {}
-    if workload.get("kind") == "Job":
-        return int(spec.get("parallelism", 1) or 0)
-    return int(spec.get("replicas", 1) or 0)
 
 
 def _devices(pod: Obj) -> bool:
@@ -125,6 +120,17 @@ class _Owners:
         if names is None:
             names = self._names[kind] = {(ns_of(w), name_of(w)) for w in self.by_kind[kind]}
         return (ns, name) in names
+
+    def wanting(self, kind: str, ns: str | None) -> list[Obj]:
+        """The workloads of `kind` to look at for want of pods: those the source files as
+        wanting pods (`WORKLOAD_OPEN`, kept by the watches) when the scope is the cluster,
+        else every one read."""
+        read = self.by_kind[kind]
+        if ns is None and read and (kind, WORKLOAD_OPEN) in INDEXERS:
+            found = self._source.indexed(kind, WORKLOAD_OPEN, ANY)
+            if found is not None:
+                return found
+        return read
 
     def of(self, pod: Obj) -> tuple[str, str]:
         ref, ns = owner(pod), ns_of(pod)
@@ -185,7 +191,7 @@ def stuck_workloads(
         for (kind, name), by_place in places.items():
             _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            for w in owners.by_kind[kind]:
+            for w in owners.wanting(kind, ns):
                 _add_podless(source, found, owners, kind, w)
     return [found[k] for k in sorted(found)]
 
@@ -209,11 +215,9 @@ def _add_podless(
     w: Obj,
 ) -> None:
     """A workload that wants pods and has none (quota rejected them, a queue suspends it)."""
-    if _finished(w):  # first: most Jobs of a batch cluster, and their statuses are shared
+    if not wants_pods(w):
         return
-    wanted = _wanted(w)
-    if wanted == 0 and not _suspended(w):
-        return
+    wanted = workload_wanted(w)
     if has_pods(source, namespace=ns_of(w), owner=(kind, name_of(w))):
         return  # its pods, if stuck, were counted above
     parent = owners.rs_parent.get((ns_of(w), name_of(w))) if kind == "ReplicaSet" else None
@@ -260,10 +264,6 @@ _HIDDEN = {
     "DaemonSet": "pods of DaemonSets are listed under their own names",
     "Node": "pods on nodes that are not Ready are listed only when they are troubled",
 }
-
-
-def _suspended(workload: Obj) -> bool:
-    return (workload.get("spec") or {}).get("suspend") is True
 
 
 def _created(obj: Obj) -> datetime | None:
