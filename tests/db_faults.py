@@ -17,6 +17,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -131,7 +132,15 @@ class FrozenProxy:
         self.port = int(self.proc.stdout.readline())
 
     def freeze(self) -> None:
+        """Stops the proxy, and returns once it is stopped: a signal takes effect when the
+        process next runs, and a query sent meanwhile (on a loaded machine) would pass."""
         self.proc.send_signal(signal.SIGSTOP)
+        proc_stat = Path(f"/proc/{self.proc.pid}/stat")
+        deadline = time.monotonic() + 5
+        while proc_stat.exists() and time.monotonic() < deadline:
+            if proc_stat.read_text().rpartition(")")[2].split()[0] in ("T", "t"):
+                return
+            time.sleep(0.002)
 
     def thaw(self) -> None:
         self.proc.send_signal(signal.SIGCONT)
