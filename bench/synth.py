@@ -457,7 +457,7 @@ def cluster(
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": f"0/{nodes} nodes are available: {nodes} Insufficient nvidia.com/gpu.",
             }]  # fmt: skip
-            objs += (p, job(p))
+            objs += _with_job(p)
             objs.append({"kind": "Event", "apiVersion": "v1",
                          "metadata": _meta(f"{pname}.evt", team),
                          "involvedObject": {"kind": "Pod", "name": pname, "namespace": team},
@@ -494,7 +494,7 @@ def cluster(
         p["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
                                       "reason": "Unschedulable",
                                       "message": f"0/{nodes} nodes are available"}]  # fmt: skip
-        objs += (p, job(p))
+        objs += _with_job(p)
     return objs, pending
 
 

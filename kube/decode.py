@@ -307,6 +307,8 @@ class _WorkloadEvent(TypedDict, total=False):
 
 
 WORKLOAD_SPEC = frozenset(_WorkloadSpec.__annotations__)  # what `slim_workload` keeps of a spec
+# The kinds of `_Workload`: their pod template is read only as a pod to come.
+TEMPLATED = frozenset(("Job", "ReplicaSet", "StatefulSet", "Deployment"))
 
 
 _WHOLE: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
@@ -393,16 +395,15 @@ def event_decoder(kind: str, *, projected: bool = False) -> Callable[[bytes], An
 
 
 _USAGE_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_UsagePodList)
-_WORKLOADS = ("Job", "ReplicaSet", "StatefulSet", "Deployment")
 _PROJECTED_LISTS = (
     _LIST_DECODERS
     | {"Pod": msgspec.json.Decoder(_SlimPodList)}
-    | dict.fromkeys(_WORKLOADS, msgspec.json.Decoder(_WorkloadList))
+    | dict.fromkeys(TEMPLATED, msgspec.json.Decoder(_WorkloadList))
 )
 _PROJECTED_EVENTS = (
     _EVENT_DECODERS
     | {"Pod": msgspec.json.Decoder(_SlimPodEvent)}
-    | dict.fromkeys(_WORKLOADS, msgspec.json.Decoder(_WorkloadEvent))
+    | dict.fromkeys(TEMPLATED, msgspec.json.Decoder(_WorkloadEvent))
 )
 
 

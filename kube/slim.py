@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from kube.compact import compact, compacted
-from kube.decode import WORKLOAD_SPEC, Text, spec_part
+from kube.decode import TEMPLATED, WORKLOAD_SPEC, Text, spec_part
 from kube.share import ABSENT, Sharer, digest
 from triage.cluster.objects import POD_ANNOTATIONS, Obj
 
@@ -397,12 +397,11 @@ def slim_node(obj: Obj, sharer: Sharer) -> Obj:
 
 
 # Workloads whose pod template the engine reads only as a pod to come (`triage.target`, a
-# workload without pods; `triage.fleet.stuck`, the devices it wants): kept as a pod is.
-# DaemonSets are few, and the stack view reads more of their templates: kept whole.
-_TEMPLATED = frozenset(("Job", "ReplicaSet", "StatefulSet", "Deployment"))
+# workload without pods; `triage.fleet.stuck`, the devices it wants), `TEMPLATED`: kept as a
+# pod is. DaemonSets are few, and the stack view reads more of their templates: kept whole.
 # Kinds whose cluster-wide lists a command keeps projected, as the cache keeps them (large
 # ones); the others are kept whole.
-PROJECTED = _TEMPLATED | {"Pod"}
+PROJECTED = TEMPLATED | {"Pod"}
 # Of a workload's spec, every field but its selector is kept (`WORKLOAD_SPEC`): the selector
 # is not read (pods are matched to their workload by owner references), and a Job's names
 # the Job's own uid. Of its status, when a Job started and finished are not read, and they
@@ -518,7 +517,7 @@ def slim_event(obj: Obj, sharer: Sharer) -> Obj:
 def projection(kind: str, sharer: Sharer | None = None) -> Callable[[Obj], Obj]:
     """The projection for `kind`, sharing equal values through `sharer` (a fresh one if None)."""
     fn = {"Pod": slim_pod, "Node": slim_node, "Event": slim_event}.get(kind)
-    fn = fn or (slim_workload if kind in _TEMPLATED else slim_other)
+    fn = fn or (slim_workload if kind in TEMPLATED else slim_other)
     share = sharer or Sharer()
     return lambda obj: fn(obj, share)
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from triage.assemble import Diagnosis, Route, answer_of, assemble, judge
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import INDEXERS, troubled_pods
-from triage.cluster.objects import Obj, meta, pod_problem
+from triage.cluster.objects import Obj, meta, pod_problem, workload_finished
 from triage.cluster.reads import SweepState
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.config import EngineConfig
@@ -233,7 +233,7 @@ def _podless_headline_is_final(target: Target) -> bool:
     """A workload scaled to zero or a finished Job: nothing to explain."""
     top = target.workloads[-1] if target.workloads else {}
     scaled_to_zero = (top.get("spec") or {}).get("replicas") == 0
-    return scaled_to_zero or (target.kind == "Job" and _job_done(top))
+    return scaled_to_zero or (target.kind == "Job" and workload_finished(top))
 
 
 def _root_cause(outcomes: list[CheckResult]) -> list[Signal]:
@@ -278,16 +278,9 @@ def _podless_headline(ctx: Context) -> str:
     top = t.workloads[-1] if t.workloads else {}
     if (top.get("spec") or {}).get("replicas") == 0:
         return f"{t.kind} {t.name} is scaled to zero replicas: nothing to schedule"
-    if t.kind == "Job" and _job_done(top):
+    if t.kind == "Job" and workload_finished(top):
         return f"Job {t.name} has finished: no pods are needed"
     return (
         f"{t.kind} {t.name} has no pods and no blocking signal was found; "
         "check its controller's events"
-    )
-
-
-def _job_done(job: Obj) -> bool:
-    return any(
-        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-        for c in (job.get("status") or {}).get("conditions") or []
     )

@@ -451,7 +451,8 @@ def test_the_jobs_wanting_pods_follow_the_watch() -> None:
     import random
 
     import kube.informer as informer_mod
-    from triage.cluster.indexes import ANY, WORKLOAD_OPEN, wants_pods
+    from triage.cluster.indexes import ANY, WORKLOAD_OPEN
+    from triage.cluster.objects import wants_pods
     from triage.cluster.source import KINDS
 
     rnd = random.Random(11)

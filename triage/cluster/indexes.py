@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
-from triage.cluster.objects import Obj, PerSpec, meta, pod_problem
+from triage.cluster.objects import OWNER_KINDS, Obj, PerSpec, meta, pod_problem, wants_pods
 
 if TYPE_CHECKING:
     from triage.cluster.source import ClusterSource
 
 Indexer = Callable[[Obj], Iterable[Hashable]]
-_OWNER_KINDS = ("Job", "StatefulSet", "DaemonSet", "ReplicaSet", "Deployment")  # of pods
 
 # (namespace, owner kind, owner name) for each of a pod's owner references.
 POD_OWNER = "pod-owner"
@@ -68,30 +67,6 @@ def _problem(status: Obj) -> str | None:
     return pod_problem({"status": status}, messages=False)
 
 
-def workload_finished(workload: Obj) -> bool:
-    """Whether a Job (any workload with such conditions) completed or failed."""
-    for c in (workload.get("status") or {}).get("conditions") or ():  # every workload's, a sweep
-        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
-            return True
-    return False
-
-
-def workload_wanted(workload: Obj) -> int:
-    """The pods a workload asks for at once: a Job's parallelism, another's replicas."""
-    spec = workload.get("spec") or {}
-    if workload.get("kind") == "Job":
-        return int(spec.get("parallelism", 1) or 0)
-    return int(spec.get("replicas", 1) or 0)
-
-
-def wants_pods(workload: Obj) -> bool:
-    """Whether a workload wants pods: not finished, and asking for some or suspended (a
-    queue holds it)."""
-    if workload_finished(workload):  # first: a finished Job's status is shared, its spec not
-        return False
-    return workload_wanted(workload) != 0 or (workload.get("spec") or {}).get("suspend") is True
-
-
 def _open_keys(workload: Obj) -> Iterable[Hashable]:
     try:
         return (ANY,) if wants_pods(workload) else ()
@@ -107,7 +82,7 @@ def _name_keys(obj: Obj) -> Iterable[Hashable]:
 INDEXERS: dict[tuple[str, str], Indexer] = {
     ("Pod", POD_OWNER): _owner_keys,
     ("Pod", POD_TROUBLED): _troubled_keys,
-    **{(kind, BY_NAME): _name_keys for kind in _OWNER_KINDS},
+    **{(kind, BY_NAME): _name_keys for kind in OWNER_KINDS},
     ("Job", WORKLOAD_OPEN): _open_keys,
     ("StatefulSet", WORKLOAD_OPEN): _open_keys,
 }

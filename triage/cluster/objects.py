@@ -18,6 +18,9 @@ VOLCANO_GROUP = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-na
 LIMIT_RANGER = "kubernetes.io/limit-ranger"  # what the LimitRanger set on the pod
 POD_ANNOTATIONS = frozenset((KUEUE_QUEUE, *VOLCANO_GROUP, LIMIT_RANGER))
 
+# The kinds a pod's owner reference names (a ReplicaSet's, in turn, its Deployment).
+OWNER_KINDS = ("Job", "StatefulSet", "DaemonSet", "ReplicaSet", "Deployment")
+
 
 def pod_terminated(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
@@ -137,3 +140,27 @@ class PerSpec(dict[int, tuple[Obj, Any]]):
             self.clear()
         self[id(spec)] = (spec, out)
         return out
+
+
+def workload_finished(workload: Obj) -> bool:
+    """Whether a Job (any workload with such conditions) completed or failed."""
+    for c in (workload.get("status") or {}).get("conditions") or ():  # every workload's, a sweep
+        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
+            return True
+    return False
+
+
+def workload_wanted(workload: Obj) -> int:
+    """The pods a workload asks for at once: a Job's parallelism, another's replicas."""
+    spec = workload.get("spec") or {}
+    if workload.get("kind") == "Job":
+        return int(spec.get("parallelism", 1) or 0)
+    return int(spec.get("replicas", 1) or 0)
+
+
+def wants_pods(workload: Obj) -> bool:
+    """Whether a workload wants pods: not finished, and asking for some or suspended (a
+    queue holds it)."""
+    if workload_finished(workload):  # first: a finished Job's status is shared, its spec not
+        return False
+    return workload_wanted(workload) != 0 or (workload.get("spec") or {}).get("suspend") is True

@@ -29,16 +29,23 @@ from triage.cluster.indexes import (
     WORKLOAD_OPEN,
     has_pods,
     troubled_pods,
+)
+from triage.cluster.objects import (
+    OWNER_KINDS,
+    Obj,
+    condition_true,
+    meta,
+    name_of,
+    ns_of,
+    owner,
+    pod_problem,
     wants_pods,
     workload_wanted,
 )
-from triage.cluster.objects import Obj, condition_true, meta, name_of, ns_of, owner, pod_problem
 from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.layers.bound import rejection
 from triage.layers.stacks.components import pod_component
-
-OWNER_KINDS = ("Job", "StatefulSet", "DaemonSet", "ReplicaSet", "Deployment")
 
 
 @dataclass(frozen=True, slots=True)
