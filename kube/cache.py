@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -199,6 +199,10 @@ class CachedSource(SourceDefaults):
         by the watch; None when `kind` is read from the API (the caller scans)."""
         inf = self._informer(kind)
         return None if inf is None else inf.indexed(index, key)
+
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
+        inf = self._informer(kind)
+        return None if inf is None else inf.filed(index, keys)
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._informer("Pod") is None:

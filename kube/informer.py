@@ -16,8 +16,8 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Hashable, Sequence
+from typing import Literal, TypeVar
 
 from kube.backoff import Backoff, watch_timeout
 from kube.client import GoneError, RawClient
@@ -39,6 +39,7 @@ from triage.cluster.source import (
 log = logging.getLogger(__name__)
 
 _NONE: dict[str, Obj] = {}  # what an unknown namespace holds (never written to)
+_T = TypeVar("_T")
 # Called with (old, new) under no lock of ours except the informer's own ordering guarantee:
 # one informer thread calls it sequentially. `old`/`new` is None on add/delete. A relist
 # reports a full replacement through `on_replace` instead.
@@ -137,16 +138,32 @@ class Informer:
         if index == BY_NAME:
             found = self.get(*key) if type(key) is tuple and len(key) == 2 else None
             return [] if found is None else [found]
+        return self._read_index(index, lambda built: built.get(key))
+
+    def filed(self, index: str, keys: Sequence[Hashable]) -> list[bool]:
+        """For each of `keys`, whether `indexed` files anything under it (one hold of the
+        lock for them all)."""
+        if index == BY_NAME:
+            with self._lock:
+                by_ns = self._by_ns
+                return [
+                    type(k) is tuple and len(k) == 2 and k[1] in by_ns.get(k[0], _NONE)
+                    for k in keys
+                ]
+        return self._read_index(index, lambda built: built.filed(keys))
+
+    def _read_index(self, index: str, read: Callable[[Index], _T]) -> _T:
+        """`read` of the index, under the lock; the first call builds the index."""
         with self._lock:
             built = self._indexes.get(index)
             if built is not None:
-                return built.get(key)
+                return read(built)
         with self._index_lock:  # one builder per informer
             while True:
                 with self._lock:
                     built = self._indexes.get(index)
                     if built is not None:
-                        return built.get(key)
+                        return read(built)
                     items = self._all()
                     self._catching_up[index] = []
                 with gc_paused(freeze=self.freeze_gc):  # as the store is (`_list`)
@@ -158,7 +175,7 @@ class Informer:
                     for old, new in pending:
                         built.update(old, new)
                     self._indexes[index] = built
-                    return built.get(key)
+                    return read(built)
 
     # --- lifecycle -----------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ triages, `kube.cache.CachedSource` keeps the same data warm through watches.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -213,13 +213,21 @@ class LiveSource(SourceDefaults):
         use from the cluster-wide list of `kind` when it was read (a sweep finds every stuck
         workload's pods without scanning a namespace per workload); None otherwise (the
         caller scans what it reads)."""
+        built = self._index(kind, index)
+        return None if built is None else built.get(key)
+
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
+        built = self._index(kind, index)
+        return None if built is None else built.filed(keys)
+
+    def _index(self, kind: str, index: str) -> Index | None:
         built = self._indexes.get((kind, index))
         if built is None:
             whole = self._whole(kind) if (kind, None) in self._lists else None
             if whole is None:
                 return None
             built = self._indexes[(kind, index)] = Index(INDEXERS[(kind, index)], whole)
-        return built.get(key)
+        return built
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         return events_for(self.client, namespace=namespace, kind=kind, name=name)

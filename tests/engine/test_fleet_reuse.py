@@ -295,3 +295,25 @@ def test_what_a_source_remembers_never_outlives_a_change(path: Path) -> None:
         assert _answer(_fresh(src, now)) == _answer(_fresh(_afresh(src), now)), (
             f"step {step}: {what}"
         )
+
+
+def test_a_triage_asking_what_an_index_files_has_each_key_noted_as_a_read() -> None:
+    """Whether pods are filed under some owners, asked at once (as the sweep's search does):
+    outside a triage, answered by the source's index; inside one, each key is a read the triage
+    rests on, noted as `indexed` notes it, so that a kept answer is checked against it."""
+    from triage.cluster.indexes import POD_OWNER
+    from triage.cluster.reads import ReadLog
+    from triage.fleet.source import SweepSource
+
+    src = _source(DEMO)
+    owned = {(ns_of(p), r["kind"], r["name"]) for p in src.objects("Pod")
+             for r in meta(p).get("ownerReferences") or ()}  # fmt: skip
+    assert owned
+    keys = [*sorted(owned), ("nowhere", "Job", "gone")]
+    shared = SweepSource(src)
+    plain = shared.filed("Pod", POD_OWNER, keys)
+    assert plain == [k in owned for k in keys]
+    log = shared.state.log = ReadLog()
+    assert shared.filed("Pod", POD_OWNER, keys) == plain
+    noted = {k[-1]: v for k, v in log.deps.items() if k[2:4] == ("Pod", POD_OWNER)}
+    assert {k: bool(v) for k, v in noted.items()} == dict(zip(keys, plain, strict=True))

@@ -4,7 +4,7 @@ answer."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 
 import pytest
@@ -84,6 +84,9 @@ class _Forbidden(MemorySource):
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:  # type: ignore[override]
         return None if kind == self.kind else super().indexed(kind, index, key)
+
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:  # type: ignore[override]
+        return None if kind == self.kind else super().filed(kind, index, keys)
 
 
 def test_what_the_warm_up_cannot_read_it_leaves_for_the_first_triage_to_say() -> None:

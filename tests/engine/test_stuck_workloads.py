@@ -48,6 +48,9 @@ class _Unindexed:
     def indexed(self, kind: str, index: str, key: object) -> None:
         return None
 
+    def filed(self, kind: str, index: str, keys: object) -> None:
+        return None
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._source, name)
 

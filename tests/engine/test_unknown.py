@@ -220,6 +220,9 @@ class Failing:
     def indexed(self, kind: str, index: str, key: Any) -> list[Obj] | None:
         return None if kind == self._kind else self._src.indexed(kind, index, key)  # type: ignore[no-any-return]
 
+    def filed(self, kind: str, index: str, keys: Any) -> list[bool] | None:
+        return None if kind == self._kind else self._src.filed(kind, index, keys)  # type: ignore[no-any-return]
+
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FAULTS = [("Node", True), ("DaemonSet", False), ("ResourceQuota", True), ("Event", False),

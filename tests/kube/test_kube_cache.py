@@ -424,6 +424,14 @@ def test_the_store_answers_as_a_plain_dict_would_through_adds_changes_and_delete
             owner = held[(ns, name)] = rnd.choice(["a", "b", name])
         inf._apply({"type": etype, "object": _owned(name, owner, ns=ns)})
         assert len(inf) == len(held)
+        # what a sweep asks of many keys at once: whether the index files anything under each
+        owners = [(n, "Job", o) for n in (*namespaces, "nowhere") for o in ("a", "b", name)]
+        named = [(n, name) for n in namespaces] + [("team-0",), "p1", (ns, name, "x")]
+        assert inf.filed(BY_NAME, named) == [bool(inf.indexed(BY_NAME, k)) for k in named]
+        assert inf.filed(POD_OWNER, owners) == [bool(inf.indexed(POD_OWNER, k)) for k in owners]
+        assert inf.filed(POD_OWNER, owners) == [
+            any(k[0] == n and o == owned for k, owned in held.items()) for n, _, o in owners
+        ]
 
     def names(objs: list[Obj]) -> list[tuple[str, str]]:
         return sorted((o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs)

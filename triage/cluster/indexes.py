@@ -10,7 +10,7 @@ namespace), so a live source lists no more than it would without indexes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from triage.cluster.objects import OWNER_KINDS, Obj, PerSpec, meta, pod_problem, wants_pods
@@ -149,6 +149,19 @@ class Index:
             return []
         return list(held.values()) if isinstance(held, _Bucket) else [held]
 
+    def filed(self, keys: Iterable[Hashable]) -> list[bool]:
+        """For each of `keys`, whether anything is filed under it: `get` without the lists,
+        for a sweep that asks it of tens of thousands of keys at once."""
+        by_head, out = self._by_head, []
+        for k in keys:
+            if type(k) is tuple and len(k) > 1:  # `_split`, inline
+                filed = by_head.get(k[:-1])
+                out.append(filed is not None and k[-1] in filed)
+            else:
+                filed = by_head.get(None)
+                out.append(filed is not None and k in filed)
+        return out
+
     def __len__(self) -> int:
         """How many keys have objects filed under them."""
         return sum(len(filed) for filed in self._by_head.values())
@@ -199,13 +212,18 @@ def owned_pods(
     ]
 
 
-def has_pods(source: ClusterSource, *, namespace: str, owner: tuple[str, str]) -> bool:
-    """Whether any pod of `namespace` has an owner reference to `owner` ((kind, name)): as
-    `owned_pods` would find, without making the list (a sweep asks it of every workload)."""
-    found = source.indexed("Pod", POD_OWNER, (namespace, *owner))
+def owners_with_pods(source: ClusterSource, owners: Sequence[tuple[str, str, str]]) -> list[bool]:
+    """For each of `owners` ((namespace, kind, name)), whether a pod of its namespace has an
+    owner reference to it, as `owned_pods` would find: asked of the source's index at once
+    (a sweep asks it of every Job that wants pods: 72,000 at 20,000 nodes), else from one
+    scan of each namespace's pods."""
+    found = source.filed("Pod", POD_OWNER, owners)
     if found is not None:
-        return bool(found)
-    return bool(owned_pods(source, namespace=namespace, owners=[owner]))
+        return found
+    owning: dict[str, set[Hashable]] = {}
+    for ns in dict.fromkeys(ns for ns, _, _ in owners):
+        owning[ns] = {k for p in source.objects("Pod", namespace=ns) for k in _owner_keys(p)}
+    return [key in owning[key[0]] for key in owners]
 
 
 def troubled_pods(source: ClusterSource, *, namespace: str | None) -> list[Obj]:

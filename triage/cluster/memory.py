@@ -7,7 +7,7 @@ meets the same shapes from a file as from a live cluster.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from triage.cluster.errors import NotServedError
@@ -166,8 +166,17 @@ class MemorySource(SourceDefaults):
         if index == BY_NAME:
             found = self._by_kind[kind].get(key)  # type: ignore[call-overload]
             return [] if found is None else [found]
+        return self._index(kind, index).get(key)
+
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool]:
+        if index == BY_NAME:
+            store = self._by_kind[kind]
+            return [k in store for k in keys]
+        return self._index(kind, index).filed(keys)
+
+    def _index(self, kind: str, index: str) -> Index:
         built = self._indexes.get((kind, index))
         if built is None:
             built = Index(INDEXERS[(kind, index)], self._by_kind[kind].values())
             self._indexes[(kind, index)] = built
-        return built.get(key)
+        return built

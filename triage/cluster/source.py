@@ -15,7 +15,7 @@ namespace its user works in (`default_namespace`) and whether its first read is 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -126,6 +126,11 @@ class Indexes(Protocol):
         such index (the caller scans)."""
         ...
 
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
+        """For each of `keys`, whether `indexed` would file anything under it; None when
+        `indexed` is None (this source keeps no such index)."""
+        ...
+
 
 class Context(Protocol):
     """What the source knows of the place it is used from."""
@@ -166,6 +171,9 @@ class SourceDefaults:
         return []
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
+        return None
+
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
         return None
 
     @cached_property

@@ -4,7 +4,7 @@ hold)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -105,6 +105,12 @@ class SweepSource:
         if found is not None and self.state.log is not None:
             self.state.log.note((OBJECTS, INDEX, kind, index, key), found)
         return found
+
+    def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
+        if self.state.log is not None:  # a triage's reads: each noted, as `indexed` notes it
+            found = [self.indexed(kind, index, k) for k in keys]
+            return None if None in found else [bool(f) for f in found]
+        return self._source.filed(kind, index, keys)
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]

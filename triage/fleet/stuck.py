@@ -27,7 +27,7 @@ from triage.cluster.indexes import (
     BY_NAME,
     INDEXERS,
     WORKLOAD_OPEN,
-    has_pods,
+    owners_with_pods,
     troubled_pods,
 )
 from triage.cluster.objects import (
@@ -198,8 +198,11 @@ def stuck_workloads(
         for (kind, name), by_place in places.items():
             _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            for w in owners.wanting(kind, ns):
-                _add_podless(source, found, owners, kind, w)
+            wanting = [w for w in owners.wanting(kind, ns) if wants_pods(w)]
+            keys = [(ns_of(w), kind, name_of(w)) for w in wanting]
+            for w, has in zip(wanting, owners_with_pods(source, keys), strict=True):
+                if not has:  # its pods, if stuck, were counted above
+                    _add_podless(found, owners, kind, w)
     return [found[k] for k in sorted(found)]
 
 
@@ -215,18 +218,10 @@ def _add_places(
 
 
 def _add_podless(
-    source: ClusterSource,
-    found: dict[tuple[str, str, str], Stuck],
-    owners: _Owners,
-    kind: str,
-    w: Obj,
+    found: dict[tuple[str, str, str], Stuck], owners: _Owners, kind: str, w: Obj
 ) -> None:
     """A workload that wants pods and has none (quota rejected them, a queue suspends it)."""
-    if not wants_pods(w):
-        return
     wanted = workload_wanted(w)
-    if has_pods(source, namespace=ns_of(w), owner=(kind, name_of(w))):
-        return  # its pods, if stuck, were counted above
     parent = owners.rs_parent.get((ns_of(w), name_of(w))) if kind == "ReplicaSet" else None
     if parent and not owners.exists("Deployment", ns_of(w), parent):
         parent = None  # its Deployment is gone or unread: the ReplicaSet stands for itself
