@@ -11,6 +11,7 @@ from typing import Any
 from gpu_triage.errors import EXIT_BLOCKED, EXIT_INCOMPLETE, EXIT_OK
 from gpu_triage.extras import require
 from gpu_triage.output import structured
+from gpu_triage.progress import listed_by, showing_reads
 from gpu_triage.record import VIA, recorded, recording_service, summary, who
 from gpu_triage.service import Asked
 from gpu_triage.settings import CommonSettings, settings_of
@@ -63,12 +64,13 @@ def pending(args: argparse.Namespace) -> int:
         namespaces = args.namespace or [source.default_namespace or "default"]
     config, playbook = settings.engine_config(), load_playbook(settings.playbook)
     started = time.perf_counter()
-    result = sweep(source, namespaces=namespaces, config=config, playbook=playbook)
-    said = None
-    if args.record:
-        reports = _full_reports(source, result, config=config, playbook=playbook)
-        took = (time.perf_counter() - started) * 1000 / max(len(reports), 1)
-        said = _record(source, reports, settings=settings, took=took)
+    with showing_reads(listed_by(source)):
+        result = sweep(source, namespaces=namespaces, config=config, playbook=playbook)
+        said = None
+        if args.record:
+            reports = _full_reports(source, result, config=config, playbook=playbook)
+            took = (time.perf_counter() - started) * 1000 / max(len(reports), 1)
+            said = _record(source, reports, settings=settings, took=took)
     scope = "all namespaces" if namespaces is None else ", ".join(namespaces)
     shown = MEMBERS_SHOWN if args.output != "wide" else None
     notes = source.coverage_notes()  # what the snapshot lacks, as every report says

@@ -24,6 +24,7 @@ import orjson
 import yaml
 
 from gpu_triage.errors import EXIT_OK, UserError
+from gpu_triage.progress import showing_reads
 from gpu_triage.settings import settings_of
 from gpu_triage.sources import add_live_args
 from triage.cluster.archive import ARCHIVES
@@ -84,11 +85,12 @@ def snapshot(args: argparse.Namespace) -> int:
         namespaces = args.namespace or [source.default_namespace or "default"]
     started = time.monotonic()
     try:
-        got = collect(source.client, namespaces=namespaces, tool=_tool(),
-                      page_size=args.chunk_size)  # fmt: skip
-        _check_namespaces(got, namespaces)
-        if args.logs:
-            got.logs = _logs(source.client, got)
+        with showing_reads(source.client.listed):
+            got = collect(source.client, namespaces=namespaces, tool=_tool(),
+                          page_size=args.chunk_size)  # fmt: skip
+            _check_namespaces(got, namespaces)
+            if args.logs:
+                got.logs = _logs(source.client, got)
     finally:
         source.close()
     dest = Path(args.path) if args.path else _default_path(got.manifest.cluster)

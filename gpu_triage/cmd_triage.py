@@ -11,6 +11,7 @@ from typing import Any
 from gpu_triage.errors import EXIT_OK, answer_status
 from gpu_triage.extras import require
 from gpu_triage.output import add_output_arg, structured
+from gpu_triage.progress import listed_by, showing_reads
 from gpu_triage.record import VIA, recorded, recording_service, summary, who
 from gpu_triage.settings import settings_of
 from gpu_triage.sources import add_cluster_args, add_engine_args, source_from
@@ -65,7 +66,10 @@ def why_pending(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     source = source_from(args, settings=settings, read_ahead="triage")
     namespace = given or source.default_namespace or "default"
-    with recording_service(source, settings=settings, record=args.record) as (service, store):
+    with (
+        showing_reads(listed_by(source)),
+        recording_service(source, settings=settings, record=args.record) as (service, store),
+    ):
         run = recorded(
             service.run(
                 cluster=None,

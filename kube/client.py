@@ -212,11 +212,23 @@ class RawClient:
         self._sleep = sleep
         self.requests = 0  # GET requests sent (watches not included), for metrics and tests
         self.watches = 0
+        self._listed: dict[str, int] = {}  # objects received by lists, per resource
         self._counting = threading.Lock()  # a command's reads run on several threads
 
     def _count(self) -> None:
         with self._counting:
             self.requests += 1
+
+    def note_listed(self, plural: str, objects: int) -> None:
+        """`objects` more of `plural` received by a list (one page of it)."""
+        with self._counting:
+            self._listed[plural] = self._listed.get(plural, 0) + objects
+
+    def listed(self) -> dict[str, int]:
+        """The objects lists have received so far, per resource (`pods`, `jobs`): what a
+        command that reads a large cluster shows while it waits (`gpu_triage.progress`)."""
+        with self._counting:
+            return dict(self._listed)
 
     def get_json(
         self,

@@ -103,7 +103,9 @@ def _pages(
             # The next page is asked for while this one is taken in: the API server (and the
             # network) work meanwhile, not after. One page waits at most.
             ahead = _background(page, token) if token else None
-            for item in body.get("items") or []:
+            page_items = body.get("items") or []
+            client.note_listed(rt.plural, len(page_items))
+            for item in page_items:
                 item["kind"] = rt.kind
                 item["apiVersion"] = rt.api_version
                 items.append(transform(item) if transform else item)
