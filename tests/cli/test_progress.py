@@ -75,17 +75,7 @@ def test_pending_on_a_terminal_shows_its_reads_on_stderr_and_prints_the_same(
         plain = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120,
                                stdin=subprocess.DEVNULL)  # fmt: skip
         assert plain.returncode == 0 and plain.stderr == "", plain.stderr
-        master, tty = pty.openpty()
-        try:
-            shown = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=tty, text=True, env=env,
-                                   timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
-            os.close(tty)
-            tty = -1
-            said = _drain(master)
-        finally:
-            if tty >= 0:
-                os.close(tty)
-            os.close(master)
+        shown, said = _on_terminal(cmd, env)
     assert shown.returncode == 0
     assert _swept(shown.stdout) == _swept(plain.stdout)
     painted = [part for part in said.split("\r") if part.strip()]
@@ -110,17 +100,7 @@ def test_a_triage_and_a_snapshot_on_a_terminal_show_their_reads_too(
         api.latency = latency
         env = {**os.environ, "KUBECONFIG": str(api.write_kubeconfig(tmp_path / "kubeconfig"))}
         cmd = [str(BIN), *(a.format(dest=tmp_path / "snap") for a in args)]
-        master, tty = pty.openpty()
-        try:
-            done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=tty, text=True, env=env,
-                                  timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
-            os.close(tty)
-            tty = -1
-            said = _drain(master)
-        finally:
-            if tty >= 0:
-                os.close(tty)
-            os.close(master)
+        done, said = _on_terminal(cmd, env)
     assert done.returncode == 0 and done.stdout.strip()
     painted = [part for part in said.split("\r") if part.strip()]
     assert painted and all(p.startswith("read ") for p in painted), said
@@ -131,6 +111,23 @@ def _swept(out: str) -> dict[str, object]:
     found = json.loads(out)
     assert found["kind"] == "Sweep" and found.pop("generated_at")
     return dict(found)
+
+
+def _on_terminal(
+    cmd: list[str], env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`cmd` run with its stderr a terminal (a pty): what it did, and what it wrote there."""
+    master, tty = pty.openpty()
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=tty, text=True, env=env,
+                              timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+        os.close(tty)
+        tty = -1
+        return done, _drain(master)
+    finally:
+        if tty >= 0:
+            os.close(tty)
+        os.close(master)
 
 
 def _drain(fd: int) -> str:
