@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TextIO
 
 Counts = Callable[[], Mapping[str, int]]
@@ -64,7 +64,7 @@ def showing_reads(
         while True:
             width = shutil.get_terminal_size((80, 24)).columns - 1
             text = line(counts(), time.monotonic() - started, width)
-            with painting:
+            with painting, suppress(OSError, ValueError):  # the terminal went away: no line
                 out.write("\r" + text.ljust(shown))
                 out.flush()
                 shown = len(text)
@@ -73,11 +73,11 @@ def showing_reads(
 
     def erase() -> None:
         nonlocal shown
-        with painting:
+        with painting, suppress(OSError, ValueError):
             if shown:
-                out.write("\r" + " " * shown + "\r")  # what follows starts a clean line
+                shown, width = 0, shown
+                out.write("\r" + " " * width + "\r")  # what follows starts a clean line
                 out.flush()
-                shown = 0
 
     # A warning logged meanwhile (a retried request) gets a line of its own: the line is
     # erased before it, and painted again after.

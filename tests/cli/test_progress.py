@@ -163,3 +163,12 @@ def test_a_warning_logged_meanwhile_gets_a_line_of_its_own() -> None:
     assert after.startswith(": retrying in 1 s\n")
     assert "read 7 objects (pods 7)" in after  # painted again below it
     assert handler.filters == []
+
+
+def test_a_terminal_that_goes_away_ends_the_line_not_the_command() -> None:
+    class _Gone(_Terminal):
+        def write(self, text: str) -> int:
+            raise OSError(5, "Input/output error")
+
+    with showing_reads(lambda: {"pods": 1}, _Gone(), after=0, every=0.01):
+        time.sleep(0.05)  # the painter's writes fail: no traceback, nothing raised here
