@@ -148,6 +148,14 @@ def test_events_for_is_one_field_selected_request(api: FakeApiServer, kubeconfig
     path, query = api.requests[-1]
     assert path == "/api/v1/namespaces/team-a/events"
     assert query["fieldSelector"] == "involvedObject.kind=Pod,involvedObject.name=train"
+    # The fake server files events by what they are about, kept through changes.
+    moved = event(event_name="e2", ns="team-a", kind="Pod", name="train", reason="Pulled")
+    api.apply(moved)  # e2 is now about the pod too
+    api.delete("Event", "e1", namespace="team-a")
+    evs = connect(kubeconfig=kubeconfig).events_for(namespace="team-a", kind="Pod", name="train")
+    assert [e["metadata"]["name"] for e in evs] == ["e2"]
+    other = connect(kubeconfig=kubeconfig).events_for(namespace="team-a", kind="Pod", name="other")
+    assert other == []
 
 
 def test_a_cluster_wide_event_list_keeps_what_events_repeat_once(
