@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from gpu_triage.errors import UserError
 from gpu_triage.output import structured
+from gpu_triage.progress import listed_by, showing_reads
 from gpu_triage.settings import settings_of
-from gpu_triage.sources import add_cluster_args, source_from
-from triage import MemorySource, load_playbook
+from gpu_triage.sources import add_cluster_args, live_client, source_from
+from triage import load_playbook
 from triage.cluster.source import ClusterSource
 from triage.label_query import parse_label_selector
 from triage.verify.node import (
@@ -29,7 +30,7 @@ from triage.verify.node import (
 from triage.verify.preflight import OperatorState, Preflight, preflight
 
 if TYPE_CHECKING:
-    from kube.client import RawClient
+    pass
 
 _MARK = {
     CheckStatus.PASS: "pass",
@@ -113,15 +114,6 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
     return {"config": settings.engine_config(), "playbook": load_playbook(settings.playbook)}
 
 
-def _client(source: ClusterSource) -> RawClient | None:
-    """The live connection behind `source` (None for a snapshot)."""
-    if isinstance(source, MemorySource):
-        return None
-    from kube.live import LiveSource
-
-    return source.client if isinstance(source, LiveSource) else None
-
-
 def _with_probes(
     args: argparse.Namespace, source: ClusterSource, results: list[NodeVerification]
 ) -> list[NodeVerification]:
@@ -129,7 +121,7 @@ def _with_probes(
         return results
     from kube.testpod import TestPod
 
-    client = _client(source)
+    client = live_client(source)
     if client is None:
         raise UserError("--test-pod needs a live cluster connection")
     probe = TestPod(
@@ -162,14 +154,18 @@ def _with_probes(
 
 def verify_node_cmd(args: argparse.Namespace) -> int:
     source = _source(args)
-    results = _with_probes(args, source, [verify_node(source, args.node, **_engine(args))])
+    with showing_reads(listed_by(source)):
+        found = [verify_node(source, args.node, **_engine(args))]
+        results = _with_probes(args, source, found)
     return _emit(results, fmt=args.output, one=True, no_headers=args.no_headers)
 
 
 def verify_nodes_cmd(args: argparse.Namespace) -> int:
     selector = parse_selector(args.selector)
     source = _source(args)
-    results = _with_probes(args, source, verify_nodes(source, selector=selector, **_engine(args)))
+    with showing_reads(listed_by(source)):
+        found = verify_nodes(source, selector=selector, **_engine(args))
+        results = _with_probes(args, source, found)
     if not results and args.output == "text":
         what = f"matching {args.selector}" if selector else "(no GPU nodes found)"
         print(f"no nodes {what}: nothing verified")
@@ -219,12 +215,13 @@ def to_text(results: list[NodeVerification], *, headers: bool = True, wide: bool
 
 def preflight_cmd(args: argparse.Namespace) -> int:
     source = _source(args)
-    result = preflight(source, **_engine(args))
-    client = _client(source)
-    if client is not None:
-        from kube.access import missing_permissions
+    with showing_reads(listed_by(source)):
+        result = preflight(source, **_engine(args))
+        client = live_client(source)
+        if client is not None:
+            from kube.access import missing_permissions
 
-        result = result.with_permissions(missing_permissions(client))
+            result = result.with_permissions(missing_permissions(client))
     result, policy_line = _with_policy(result, settings_of(args).access_policy)
     data = structured(result, args.output, kind="Preflight")
     if data is not None:

@@ -17,15 +17,17 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import TextIO
 
+from gpu_triage.sources import live_client
+from triage import ClusterSource
+
 Counts = Callable[[], Mapping[str, int]]
 
 
-def listed_by(source: object) -> Counts | None:
+def listed_by(source: ClusterSource) -> Counts | None:
     """What a live source's lists have received so far (`RawClient.listed`), else None (a
-    snapshot, a source of another kind)."""
-    client = getattr(source, "client", None)
-    listed = getattr(client, "listed", None)
-    return listed if callable(listed) else None
+    snapshot)."""
+    client = live_client(source)
+    return None if client is None else client.listed
 
 
 def line(counts: Mapping[str, int], seconds: float, width: int) -> str:

@@ -4,10 +4,14 @@ every command that reads a cluster shares."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from gpu_triage.output import add_output_arg
 from gpu_triage.settings import DEFAULT_TIMEOUT, CommonSettings, settings_of
-from triage import ClusterSource, load_snapshot
+from triage import ClusterSource, MemorySource, load_snapshot
+
+if TYPE_CHECKING:
+    from kube.client import RawClient
 
 
 def _seconds(text: str) -> float:
@@ -117,3 +121,12 @@ def source_from(
         chunk_size=args.chunk_size,
         read_ahead=read_ahead,
     )
+
+
+def live_client(source: ClusterSource) -> RawClient | None:
+    """The live connection behind `source` (None for a snapshot)."""
+    if isinstance(source, MemorySource):
+        return None
+    from kube.live import LiveSource  # imported lazily: see `open_source`
+
+    return source.client if isinstance(source, LiveSource) else None

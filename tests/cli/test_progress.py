@@ -86,22 +86,24 @@ def test_pending_on_a_terminal_shows_its_reads_on_stderr_and_prints_the_same(
 
 
 @pytest.mark.parametrize(
-    ("args", "latency"),
+    ("args", "latency", "status"),
     [
-        (("why-pending", "resnet-train-0", "-n", "team-vision"), 0.4),
-        (("snapshot", "-A", "{dest}"), 0.1),  # one kind after another
+        (("why-pending", "resnet-train-0", "-n", "team-vision"), 0.4, 0),
+        (("snapshot", "-A", "{dest}"), 0.1, 0),  # one kind after another
+        (("verify-nodes",), 0.3, 1),  # a node's driver crashes in this fixture
+        (("preflight",), 0.3, 1),
     ],
-    ids=["why-pending", "snapshot"],
+    ids=["why-pending", "snapshot", "verify-nodes", "preflight"],
 )
-def test_a_triage_and_a_snapshot_on_a_terminal_show_their_reads_too(
-    args: tuple[str, ...], latency: float, tmp_path: Path
+def test_the_other_commands_that_read_a_cluster_show_their_reads_too(
+    args: tuple[str, ...], latency: float, status: int, tmp_path: Path
 ) -> None:
     with FakeApiServer(load_objects(FIXTURES / "driver-crashloop.yaml")) as api:
         api.latency = latency
         env = {**os.environ, "KUBECONFIG": str(api.write_kubeconfig(tmp_path / "kubeconfig"))}
         cmd = [str(BIN), *(a.format(dest=tmp_path / "snap") for a in args)]
         done, said = _on_terminal(cmd, env)
-    assert done.returncode == 0 and done.stdout.strip()
+    assert done.returncode == status and done.stdout.strip()
     painted = [part for part in said.split("\r") if part.strip()]
     assert painted and all(p.startswith("read ") for p in painted), said
     assert said.endswith("\r") and "\n" not in said
