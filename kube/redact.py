@@ -42,6 +42,18 @@ _PAIR = re.compile(
 )
 
 
+# Every match of `_TOKEN` or `_PAIR` in an ASCII string holds one of these once the string is
+# lowercased: a string with none is left as it is without running them. Most strings of a
+# snapshot are names, labels, images and times, and the two substitutions on each took 70% of
+# a snapshot's time. (Lowercased first, as a case-insensitive search of the pieces takes six
+# times longer; a string with other letters, which fold in ways `str.lower` does not, always
+# meets the patterns themselves.)
+_MAYBE = re.compile(
+    r"eyj|bearer|xox|xapp-|gh[pousr]_|glpat-|akia|sk-|://"
+    r"|pass|secret|token|api[_-]?key|access[_-]?key|credential"
+)
+
+
 @dataclass
 class Redactions:
     """What was taken out of a snapshot, by kind of value."""
@@ -62,7 +74,7 @@ class Redactions:
 
 def scrub(text: str, counts: Redactions) -> str:
     """`text` with every token or password-like value replaced by `<redacted>`."""
-    if not text:
+    if not text or (text.isascii() and _MAYBE.search(text.lower()) is None):
         return text
 
     def token(_: re.Match[str]) -> str:

@@ -44,3 +44,53 @@ def test_tokens_are_redacted_and_ordinary_words_are_not() -> None:
                  "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJrdWJlcm5ldGVzIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"):  # fmt: skip
         assert REDACTED in scrub(text, counts), text
     assert counts.tokens == 6
+
+
+def test_the_quick_look_skips_only_strings_the_patterns_cannot_match() -> None:
+    """`scrub` first looks for any piece a token or a secret pair needs; what it answers must
+    be what running both patterns on every string answers, on every string of the fixtures
+    and on random strings made of the pieces, of their neighbours in case, and of noise."""
+    import random
+    from pathlib import Path
+
+    from kube.redact import _PAIR, _TOKEN
+    from triage.cluster.snapshot import load_objects
+
+    def reference(text: str) -> str:
+        return _PAIR.sub(lambda m: m.group(0) if m.group(2) == REDACTED
+                         else m.group(1) + REDACTED, _TOKEN.sub(REDACTED, text))  # fmt: skip
+
+    strings: list[str] = []
+
+    def collect(node: object) -> None:
+        if isinstance(node, str):
+            strings.append(node)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                strings.append(str(k))
+                collect(v)
+        elif isinstance(node, list):
+            for v in node:
+                collect(v)
+
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    for path in sorted(fixtures.glob("*.yaml")):
+        if path.name != "expected.yaml":  # the fixtures' answers, not a cluster
+            collect(load_objects(path))
+    pieces = ["eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJrdWJl.c2lnbmF0dXJl", ".", "bearer ", "BEARER\t", "xoxb-",
+              "xapp-1-", "ghp_", "gho_", "glpat-", "AKIA", "akia", "sk-", "://", "user:pw@",
+              "Password", "PASSWD", "ſecret", "Token", "api_key", "API-KEY", "apikey",
+              "access_key", "Credentials", "=", ": ", "\"", "'", "--", " ", "abcdefghij",
+              "0123456789ABCDEFGHIJ", "nvidia.com/gpu", "ĸ", "K", "İ", "\n", "AKIAABCDEFGHIJKLMNOP",
+              "credentials=", "ſecret: ", "--token ", "API-KEY='", "PASS=", "access-key:",
+              "postgres://admin:hunter22@"]  # fmt: skip
+    rnd = random.Random(7)
+    strings += ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 9)))
+                for _ in range(8_000)]  # fmt: skip
+    assert len(strings) > 50_000
+    changed = 0
+    for text in strings:
+        want = reference(text)
+        assert scrub(text, Redactions()) == want, text
+        changed += want != text
+    assert changed > 500  # the random strings do hold secrets
