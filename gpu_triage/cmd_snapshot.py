@@ -20,7 +20,6 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import yaml
 
 from gpu_triage.errors import EXIT_OK, UserError
@@ -84,13 +83,14 @@ def snapshot(args: argparse.Namespace) -> int:
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]
     started = time.monotonic()
+    noted = _Noted()
     try:
         with showing_reads(source.client.listed):
             got = collect(source.client, namespaces=namespaces, tool=_tool(),
-                          page_size=args.chunk_size)  # fmt: skip
-            _check_namespaces(got, namespaces)
+                          page_size=args.chunk_size, seen=noted.see)  # fmt: skip
+            _check_namespaces(got, namespaces, noted.namespaces)
             if args.logs:
-                got.logs = _logs(source.client, got)
+                got.logs = _logs(source.client, got, noted.logs)
     finally:
         source.close()
     dest = Path(args.path) if args.path else _default_path(got.manifest.cluster)
@@ -106,11 +106,25 @@ def _tool() -> str:
         return "gpu-triage"
 
 
-def _check_namespaces(got: Collected, namespaces: list[str] | None) -> None:
+class _Noted:
+    """What the command needs of the objects collected, noted as each goes by (`collect`
+    keeps their JSON only): the namespaces' names, and the containers whose logs to take."""
+
+    def __init__(self) -> None:
+        self.namespaces: set[str] = set()
+        self.logs: list[Log] = []
+
+    def see(self, kind: str, obj: Obj) -> None:
+        if kind == "Namespace":
+            self.namespaces.add(str((obj.get("metadata") or {}).get("name")))
+        elif kind == "Pod":
+            self.logs += _wanted_logs(obj)
+
+
+def _check_namespaces(got: Collected, namespaces: list[str] | None, known: set[str]) -> None:
     record = got.manifest.kinds.get("Namespace")
     if namespaces is None or record is None or not record.collected:
         return
-    known = {str((o.get("metadata") or {}).get("name")) for o in got.objects["Namespace"]}
     for ns in namespaces:
         if ns not in known:
             raise UserError(f"namespace {ns} not found in cluster {got.manifest.cluster}")
@@ -131,22 +145,29 @@ def failing_containers(pod: Obj) -> list[tuple[str, bool]]:
     return found
 
 
-def _logs(client: RawClient, got: Collected) -> list[Log]:
-    """Logs of the failing containers of GPU component pods (driver, toolkit, device
-    plugin, validator...), current and previous, at most MAX_LOGS."""
-    from kube.collect import MAX_LOGS, Log, container_log
+def _wanted_logs(pod: Obj) -> list[Log]:
+    """The logs to take of `pod`: of its failing containers when it is a GPU component's
+    (driver, toolkit, device plugin, validator...), current and previous."""
+    from kube.collect import Log
     from triage.layers.stacks.components import pod_component
 
-    wanted: list[Log] = []
-    for pod in got.objects.get("Pod", []):
-        if pod_component(pod) is None:
-            continue
-        meta = pod.get("metadata") or {}
-        ns, name = str(meta.get("namespace")), str(meta.get("name"))
-        for container, ran_before in failing_containers(pod):
-            wanted.append(Log(ns, name, container, previous=False))
-            if ran_before:
-                wanted.append(Log(ns, name, container, previous=True))
+    if pod_component(pod) is None:
+        return []
+    meta = pod.get("metadata") or {}
+    ns, name = str(meta.get("namespace")), str(meta.get("name"))
+    wanted = []
+    for container, ran_before in failing_containers(pod):
+        wanted.append(Log(ns, name, container, previous=False))
+        if ran_before:
+            wanted.append(Log(ns, name, container, previous=True))
+    return wanted
+
+
+def _logs(client: RawClient, got: Collected, wanted: list[Log]) -> list[Log]:
+    """Logs of the failing containers of GPU component pods (`_wanted_logs`), at most
+    MAX_LOGS."""
+    from kube.collect import MAX_LOGS, container_log
+
     return [container_log(client, log, got.redactions) for log in wanted[:MAX_LOGS]]
 
 
@@ -156,9 +177,12 @@ def _default_path(cluster: str) -> Path:
     return Path(f"gpu-triage-snapshot-{safe}-{stamp}.tar.gz")
 
 
-def files(got: Collected) -> list[tuple[str, bytes]]:
-    """The snapshot's files: the manifest, one JSON List per kind collected with objects,
-    and the logs."""
+def files(got: Collected) -> list[tuple[str, list[bytes]]]:
+    """The snapshot's files, each as the pieces it is made of: the manifest, one JSON List
+    per kind collected with objects (`kube.collect.item_json`: never joined in memory), and
+    the logs."""
+    from kube.collect import LIST_HEAD, LIST_SEPARATOR, LIST_TAIL
+
     manifest = got.manifest
     manifest.extra = {"redacted": got.redactions.as_dict()}
     if got.logs:
@@ -168,15 +192,18 @@ def files(got: Collected) -> list[tuple[str, bytes]]:
              **({"error": log.error} if log.error else {})}
             for log in got.logs
         ]  # fmt: skip
-    out = [(MANIFEST_FILE, yaml.safe_dump(manifest.to_object(), sort_keys=False).encode())]
+    out = [(MANIFEST_FILE, [yaml.safe_dump(manifest.to_object(), sort_keys=False).encode()])]
     for kind, items in sorted(got.objects.items()):
         if not items:
             continue
         rt = ALL_KINDS[kind]
         name = f"objects/{rt.plural}{'.' + rt.group if rt.group else ''}.json"
-        doc = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
-        out.append((name, orjson.dumps(doc, option=orjson.OPT_INDENT_2)))
-    out += [(log.path, log.text) for log in got.logs if log.text]
+        pieces = [LIST_HEAD]
+        for item in items:
+            pieces += (item, LIST_SEPARATOR)
+        pieces[-1] = LIST_TAIL
+        out.append((name, pieces))
+    out += [(log.path, [log.text]) for log in got.logs if log.text]
     return out
 
 
@@ -194,10 +221,14 @@ def write(got: Collected, dest: Path) -> None:
                 os.fdopen(fd, "wb") as raw,
                 tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar,
             ):
-                for name, data in content:
+                for name, pieces in content:
                     info = tarfile.TarInfo(f"{top}/{name}")
-                    info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
-                    tar.addfile(info, io.BytesIO(data))
+                    info.size, info.mode, info.mtime = (
+                        sum(map(len, pieces)),
+                        0o600,
+                        int(time.time()),
+                    )
+                    tar.addfile(info, io.BufferedReader(_Joined(pieces)))
             os.replace(tmp, dest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -206,12 +237,35 @@ def write(got: Collected, dest: Path) -> None:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UserError(f"{dest}: exists and is not an empty folder (or name a .tar.gz)")
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for name, data in content:
+    for name, pieces in content:
         target = dest / name
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.writelines(pieces)
+
+
+class _Joined(io.RawIOBase):
+    """The pieces of a file read one after another, as `tarfile` reads a member's content
+    (wrapped in a BufferedReader: tarfile takes a short read for the end of the data)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = iter(pieces)
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            piece = next(self._pieces, None)
+            if piece is None:
+                return 0
+            self._left = memoryview(piece)
+        n = min(len(buffer), len(self._left))
+        buffer[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
 
 
 def _summary(got: Collected, dest: Path, *, seconds: float) -> str:

@@ -214,3 +214,37 @@ def test_logs_of_failing_gpu_components_are_collected_redacted(
     code, _, err = run(capsys, "why-pending", "resnet-train-0", "-n", "team-vision",
                        "--snapshot", str(folder))  # fmt: skip
     assert code == 0, err
+
+
+def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The List files are made of their objects' JSON kept as each page arrived: byte for
+    byte what dumping each List whole writes. A pod of the namespace asked for that also runs
+    is listed twice (the namespace's pods, every running pod): kept, and counted, once."""
+    import orjson
+
+    objects = load_objects(FIXTURES / "resourcequota-exceeded.yaml")
+    running = next(o for o in objects if o["kind"] == "Pod"
+                   and o["metadata"]["namespace"] == "team-nlp"
+                   and o.get("status", {}).get("phase") == "Running")  # fmt: skip
+    running["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": "hf-secret-1"}]
+    with FakeApiServer(objects) as api:
+        kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+        folder = tmp_path / "snap"
+        code, _, err = run(capsys, "snapshot", str(folder), "-n", "team-nlp",
+                           "--kubeconfig", kubeconfig)  # fmt: skip
+        assert code == 0, err
+    written = sorted((folder / "objects").glob("*.json"))
+    assert len(written) > 3
+    redacted = 0
+    for path in written:
+        raw = path.read_bytes()
+        doc = json.loads(raw)
+        assert raw == orjson.dumps(doc, option=orjson.OPT_INDENT_2), path.name
+        names = [(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in doc["items"]]
+        assert len(names) == len(set(names)), path.name  # each object once
+        redacted += raw.count(b'"value": "<redacted>"')
+    assert b"hf-secret-1" not in b"".join(p.read_bytes() for p in written)
+    manifest = yaml.safe_load((folder / "manifest.yaml").read_text())
+    assert manifest["redacted"]["envValues"] == redacted >= 1
