@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -83,14 +83,13 @@ def snapshot(args: argparse.Namespace) -> int:
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]
     started = time.monotonic()
-    noted = _Noted()
     try:
         with showing_reads(source.client.listed):
             got = collect(source.client, namespaces=namespaces, tool=_tool(),
-                          page_size=args.chunk_size, seen=noted.see)  # fmt: skip
-            _check_namespaces(got, namespaces, noted.namespaces)
+                          page_size=args.chunk_size, seen=_noted)  # fmt: skip
+            _check_namespaces(got, namespaces)
             if args.logs:
-                got.logs = _logs(source.client, got, noted.logs)
+                got.logs = _logs(source.client, got)
     finally:
         source.close()
     dest = Path(args.path) if args.path else _default_path(got.manifest.cluster)
@@ -106,25 +105,21 @@ def _tool() -> str:
         return "gpu-triage"
 
 
-class _Noted:
-    """What the command needs of the objects collected, noted as each goes by (`collect`
-    keeps their JSON only): the namespaces' names, and the containers whose logs to take."""
-
-    def __init__(self) -> None:
-        self.namespaces: set[str] = set()
-        self.logs: list[Log] = []
-
-    def see(self, kind: str, obj: Obj) -> None:
-        if kind == "Namespace":
-            self.namespaces.add(str((obj.get("metadata") or {}).get("name")))
-        elif kind == "Pod":
-            self.logs += _wanted_logs(obj)
+def _noted(kind: str, obj: Obj) -> object:
+    """What the command needs of an object collected (`collect` keeps its JSON only): a
+    namespace's name, the logs to take of a pod (None: nothing)."""
+    if kind == "Namespace":
+        return str((obj.get("metadata") or {}).get("name"))
+    if kind == "Pod":
+        return _wanted_logs(obj) or None
+    return None
 
 
-def _check_namespaces(got: Collected, namespaces: list[str] | None, known: set[str]) -> None:
+def _check_namespaces(got: Collected, namespaces: list[str] | None) -> None:
     record = got.manifest.kinds.get("Namespace")
     if namespaces is None or record is None or not record.collected:
         return
+    known = {name for kind, name in got.noted if kind == "Namespace"}
     for ns in namespaces:
         if ns not in known:
             raise UserError(f"namespace {ns} not found in cluster {got.manifest.cluster}")
@@ -163,11 +158,12 @@ def _wanted_logs(pod: Obj) -> list[Log]:
     return wanted
 
 
-def _logs(client: RawClient, got: Collected, wanted: list[Log]) -> list[Log]:
+def _logs(client: RawClient, got: Collected) -> list[Log]:
     """Logs of the failing containers of GPU component pods (`_wanted_logs`), at most
     MAX_LOGS."""
     from kube.collect import MAX_LOGS, container_log
 
+    wanted = [log for kind, logs in got.noted if kind == "Pod" for log in cast("list[Log]", logs)]
     return [container_log(client, log, got.redactions) for log in wanted[:MAX_LOGS]]
 
 

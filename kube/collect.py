@@ -64,6 +64,7 @@ class Collected:
     manifest: Manifest
     logs: list[Log] = field(default_factory=list)
     redactions: Redactions = field(default_factory=Redactions)
+    noted: list[tuple[str, object]] = field(default_factory=list)  # (kind, what `seen` kept)
 
 
 # A kind's List file, as `orjson.dumps({"apiVersion": "v1", "kind": "List", "metadata": {},
@@ -86,25 +87,28 @@ def collect(
     tool: str,
     page_size: int = PAGE_SIZE,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    seen: Callable[[str, Obj], None] | None = None,
+    seen: Callable[[str, Obj], object] | None = None,
 ) -> Collected:
     """Every kind the engine reads (`namespaces`: these only, where the engine reads them per
     namespace; None: all), redacted. A kind that cannot be read is recorded as not collected
     with why; the first read (Nodes) failing for another reason than RBAC ends the command:
     the cluster cannot be read at all.
 
-    Each object is redacted and kept as its JSON as soon as its page arrives (`seen(kind,
-    obj)` is shown it, redacted, first): a snapshot of 1,000 nodes held 1.8 GB of decoded
-    objects at once."""
+    Each object is redacted and kept as its JSON as soon as its page arrives: a snapshot of
+    1,000 nodes held 1.8 GB of decoded objects at once. `seen(kind, obj)` is shown each,
+    redacted; what it returns (None: nothing) is kept in `noted`. What was redacted, and what
+    `seen` returned, count only for the objects of a kind collected (not for a list started
+    again after `410 Gone`, nor for a kind whose next namespace could not be read)."""
     redactions = Redactions()
     objects: dict[str, list[bytes]] = {}
     records: dict[str, KindRecord] = {}
+    noted: list[tuple[str, object]] = []
     order = ["Node", *(k for k in KINDS if k != "Node")]
     for i, kind in enumerate(order):
         try:
             items, installed = _list(
                 client, kind, namespaces=namespaces, page_size=page_size,
-                transform=_keeper(kind, redactions, seen),
+                transform=_keeper(kind, seen),
             )  # fmt: skip
         except ForbiddenError as e:
             records[kind] = KindRecord(collected=False, reason=f"forbidden: {e}")
@@ -115,6 +119,11 @@ def collect(
             records[kind] = KindRecord(collected=False, reason=f"{e.fault}: {e}")
             continue
         objects[kind] = [item["json"] for item in items]
+        for item in items:
+            if item["redacted"] is not None:
+                redactions.add(item["redacted"])
+            if item["noted"] is not None:
+                noted.append((kind, item["noted"]))
         records[kind] = KindRecord(collected=True, objects=len(items), installed=installed)
     for kind, (rt, namespace, names) in NAMED.items():
         found: list[bytes] = []
@@ -125,8 +134,9 @@ def collect(
                     obj.setdefault("kind", rt.kind)
                     obj.setdefault("apiVersion", rt.api_version)
                     redact(obj, redactions)
-                    if seen is not None:
-                        seen(kind, obj)
+                    kept = seen(kind, obj) if seen is not None else None
+                    if kept is not None:
+                        noted.append((kind, kept))
                     found.append(item_json(obj))
         except ReadFailedError as e:
             records[kind] = KindRecord(collected=False, reason=f"{e.fault}: {e}")
@@ -140,26 +150,22 @@ def collect(
         namespaces=tuple(sorted(set(namespaces))) if namespaces is not None else None,
         kinds=records,
     )
-    return Collected(objects=objects, manifest=manifest, redactions=redactions)
+    return Collected(objects=objects, manifest=manifest, redactions=redactions, noted=noted)
 
 
-def _keeper(
-    kind: str, redactions: Redactions, seen: Callable[[str, Obj], None] | None
-) -> Callable[[Obj], Obj]:
-    """What is kept of each object of `kind` as its page arrives: its key and its JSON,
-    redacted (`seen` shown it first); an object listed again (a namespace's pod that also
-    runs) only by its key, redacted and shown once."""
-    done: set[tuple[str, str]] = set()
+def _keeper(kind: str, seen: Callable[[str, Obj], object] | None) -> Callable[[Obj], Obj]:
+    """What is kept of each object of `kind` as its page arrives: its key, its JSON
+    redacted, what was redacted (None: nothing), and what `seen` returned of it."""
 
     def kept(obj: Obj) -> Obj:
-        key = _key(obj)
-        if key in done:
-            return {"key": key}
-        done.add(key)
-        redact(obj, redactions)
-        if seen is not None:
-            seen(kind, obj)
-        return {"key": key, "json": item_json(obj)}
+        counts = Redactions()
+        redact(obj, counts)
+        return {
+            "key": _key(obj),
+            "json": item_json(obj),
+            "redacted": counts if counts != Redactions() else None,
+            "noted": seen(kind, obj) if seen is not None else None,
+        }
 
     return kept
 
@@ -187,8 +193,13 @@ def _list(
         )
         found.update({o["key"]: o for o in items})
     if kind == "Pod":  # every running pod: the nodes' free resources, the GPU components
+
+        def unless_found(obj: Obj) -> Obj:  # a pod of those namespaces: kept from their list
+            key = _key(obj)
+            return {"key": key} if key in found else transform(obj)
+
         items, version = list_objects(
-            client, rt, field_selector=ACTIVE_PODS, page_size=page_size, transform=transform
+            client, rt, field_selector=ACTIVE_PODS, page_size=page_size, transform=unless_found
         )
         found.update({o["key"]: o for o in items if o["key"] not in found})
     return list(found.values()), bool(found or version)

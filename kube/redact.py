@@ -63,6 +63,12 @@ class Redactions:
     annotations: int = 0
     secrets: int = 0
 
+    def add(self, other: Redactions) -> None:
+        self.env_values += other.env_values
+        self.tokens += other.tokens
+        self.annotations += other.annotations
+        self.secrets += other.secrets
+
     def as_dict(self) -> dict[str, int]:
         return {
             "envValues": self.env_values,

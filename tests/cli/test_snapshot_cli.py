@@ -216,12 +216,15 @@ def test_logs_of_failing_gpu_components_are_collected_redacted(
     assert code == 0, err
 
 
+@pytest.mark.parametrize("scope", [("-n", "team-nlp"), ("-A", "--chunk-size", "3")])
 def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scope: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The List files are made of their objects' JSON kept as each page arrived: byte for
     byte what dumping each List whole writes. A pod of the namespace asked for that also runs
-    is listed twice (the namespace's pods, every running pod): kept, and counted, once."""
+    is listed twice (the namespace's pods, every running pod); a list whose continue token
+    expired (`410 Gone`) is read again from its first page: each object is kept, and what was
+    redacted of it counted, once."""
     import orjson
 
     objects = load_objects(FIXTURES / "resourcequota-exceeded.yaml")
@@ -230,11 +233,12 @@ def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
                    and o.get("status", {}).get("phase") == "Running")  # fmt: skip
     running["spec"]["containers"][0]["env"] = [{"name": "HF_TOKEN", "value": "hf-secret-1"}]
     with FakeApiServer(objects) as api:
+        api.expire_continue = 2  # two lists start over
         kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
         folder = tmp_path / "snap"
-        code, _, err = run(capsys, "snapshot", str(folder), "-n", "team-nlp",
-                           "--kubeconfig", kubeconfig)  # fmt: skip
+        code, _, err = run(capsys, "snapshot", str(folder), *scope, "--kubeconfig", kubeconfig)
         assert code == 0, err
+        assert api.expire_continue == 0 or scope[0] == "-n"  # -A pages: the lists did restart
     written = sorted((folder / "objects").glob("*.json"))
     assert len(written) > 3
     redacted = 0
