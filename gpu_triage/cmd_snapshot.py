@@ -219,11 +219,8 @@ def write(got: Collected, dest: Path) -> None:
             ):
                 for name, pieces in content:
                     info = tarfile.TarInfo(f"{top}/{name}")
-                    info.size, info.mode, info.mtime = (
-                        sum(map(len, pieces)),
-                        0o600,
-                        int(time.time()),
-                    )
+                    info.size = sum(map(len, pieces))
+                    info.mode, info.mtime = 0o600, int(time.time())
                     tar.addfile(info, io.BufferedReader(_Joined(pieces)))
             os.replace(tmp, dest)
         except BaseException:
