@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpu_triage.errors import UserError
 from gpu_triage.output import structured
@@ -28,9 +28,6 @@ from triage.verify.node import (
     with_check,
 )
 from triage.verify.preflight import OperatorState, Preflight, preflight
-
-if TYPE_CHECKING:
-    pass
 
 _MARK = {
     CheckStatus.PASS: "pass",
