@@ -98,7 +98,8 @@ def collect(
     1,000 nodes held 1.8 GB of decoded objects at once. `seen(kind, obj)` is shown each,
     redacted; what it returns (None: nothing) is kept in `noted`. What was redacted, and what
     `seen` returned, count only for the objects of a kind collected (not for a list started
-    again after `410 Gone`, nor for a kind whose next namespace could not be read)."""
+    again after `410 Gone`, nor for a kind whose next namespace or named object could not be
+    read)."""
     redactions = Redactions()
     objects: dict[str, list[bytes]] = {}
     records: dict[str, KindRecord] = {}
@@ -118,30 +119,22 @@ def collect(
                 raise
             records[kind] = KindRecord(collected=False, reason=f"{e.fault}: {e}")
             continue
-        objects[kind] = [item["json"] for item in items]
-        for item in items:
-            if item["redacted"] is not None:
-                redactions.add(item["redacted"])
-            if item["noted"] is not None:
-                noted.append((kind, item["noted"]))
+        objects[kind] = _taken(kind, items, redactions, noted)
         records[kind] = KindRecord(collected=True, objects=len(items), installed=installed)
     for kind, (rt, namespace, names) in NAMED.items():
-        found: list[bytes] = []
+        keep = _keeper(kind, seen)
+        found: list[Obj] = []
         try:
             for name in names:
                 obj = client.get_json(rt, verb="get", namespace=namespace, name=name)
                 if obj is not None:
                     obj.setdefault("kind", rt.kind)
                     obj.setdefault("apiVersion", rt.api_version)
-                    redact(obj, redactions)
-                    kept = seen(kind, obj) if seen is not None else None
-                    if kept is not None:
-                        noted.append((kind, kept))
-                    found.append(item_json(obj))
+                    found.append(keep(obj))
         except ReadFailedError as e:
             records[kind] = KindRecord(collected=False, reason=f"{e.fault}: {e}")
             continue
-        objects[kind] = found
+        objects[kind] = _taken(kind, found, redactions, noted)
         records[kind] = KindRecord(collected=True, objects=len(found))
     manifest = Manifest(
         cluster=client.cluster_name,
@@ -151,6 +144,19 @@ def collect(
         kinds=records,
     )
     return Collected(objects=objects, manifest=manifest, redactions=redactions, noted=noted)
+
+
+def _taken(
+    kind: str, items: list[Obj], redactions: Redactions, noted: list[tuple[str, object]]
+) -> list[bytes]:
+    """The JSON of a kind's kept objects (`_keeper`), once it is collected; what was redacted
+    of them, and what `seen` returned, added to the snapshot's."""
+    for item in items:
+        if item["redacted"] is not None:
+            redactions.add(item["redacted"])
+        if item["noted"] is not None:
+            noted.append((kind, item["noted"]))
+    return [item["json"] for item in items]
 
 
 def _keeper(kind: str, seen: Callable[[str, Obj], object] | None) -> Callable[[Obj], Obj]:
