@@ -10,7 +10,8 @@ a `.tar.gz`, and `--snapshot` reads either as it is.
 from __future__ import annotations
 
 import argparse
-import io
+import errno
+import gzip
 import os
 import tarfile
 import tempfile
@@ -18,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import yaml
 
@@ -34,7 +35,7 @@ from triage.names import validate_namespace
 
 if TYPE_CHECKING:
     from kube.client import RawClient
-    from kube.collect import Collected, Log
+    from kube.collect import Collected, Log, Spool
 
 
 def register(sub: Any) -> None:
@@ -82,20 +83,51 @@ def snapshot(args: argparse.Namespace) -> int:
     namespaces = None
     if not args.all_namespaces:
         namespaces = args.namespace or [source.default_namespace or "default"]
+    dest = Path(args.path) if args.path else _default_path(source.client.cluster_name)
     started = time.monotonic()
+    got = None
     try:
+        spool_in = _writable_folder(dest)  # before minutes of reading, not after
         with showing_reads(source.client.listed):
             got = collect(source.client, namespaces=namespaces, tool=_tool(),
-                          page_size=args.chunk_size, seen=_noted)  # fmt: skip
+                          page_size=args.chunk_size, seen=_noted, spool_in=spool_in,
+                          gzip=dest.name.endswith(ARCHIVES))  # fmt: skip
             _check_namespaces(got, namespaces)
             if args.logs:
                 got.logs = _logs(source.client, got)
+        write(got, dest)
+    except OSError as e:
+        if e.errno not in _DISK_ERRORS:
+            raise
+        raise UserError(f"cannot write {dest}: {os.strerror(e.errno or 0)}") from e
     finally:
         source.close()
-    dest = Path(args.path) if args.path else _default_path(got.manifest.cluster)
-    write(got, dest)
+        if got is not None:
+            got.close()
     print(_summary(got, dest, seconds=time.monotonic() - started))
     return EXIT_OK
+
+
+# What a full or read-only disk answers: the snapshot cannot be written, say so in a line.
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EIO}
+
+
+def _writable_folder(dest: Path) -> Path:
+    """The folder the snapshot is written in (and its objects kept in meanwhile: on disk, as
+    they arrive), once it is known `dest` can be written."""
+    if not dest.name.endswith(ARCHIVES) and dest.exists():
+        if not dest.is_dir() or any(dest.iterdir()):
+            raise UserError(f"{dest}: exists and is not an empty folder (or name a .tar.gz)")
+    elif dest.is_dir():
+        raise UserError(f"{dest}: is a folder (name a new .tar.gz, or a folder without .tar.gz)")
+    folder = dest.absolute().parent
+    if dest.name.endswith(ARCHIVES) and not folder.is_dir():
+        raise UserError(f"{dest}: folder {folder} does not exist")
+    while not folder.exists():  # a folder written is made with its parents
+        folder = folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write {dest}: {os.strerror(errno.EACCES)} ({folder})")
+    return folder
 
 
 def _tool() -> str:
@@ -173,11 +205,23 @@ def _default_path(cluster: str) -> Path:
     return Path(f"gpu-triage-snapshot-{safe}-{stamp}.tar.gz")
 
 
-def files(got: Collected) -> list[tuple[str, list[bytes]]]:
-    """The snapshot's files, each as the pieces it is made of: the manifest, one JSON List
-    per kind collected with objects (`kube.collect.item_json`: never joined in memory), and
-    the logs."""
-    from kube.collect import LIST_HEAD, LIST_SEPARATOR, LIST_TAIL
+class File(NamedTuple):
+    """One file of a snapshot: `head`, what `spool` holds (the objects of a kind), `tail`."""
+
+    name: str
+    head: bytes
+    spool: Spool | None = None
+    tail: bytes = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + (self.spool.size if self.spool else 0) + len(self.tail)
+
+
+def files(got: Collected) -> list[File]:
+    """The snapshot's files: the manifest, one JSON List per kind collected with objects
+    (`kube.collect`: its items are on disk), and the logs."""
+    from kube.collect import LIST_HEAD, LIST_TAIL
 
     manifest = got.manifest
     manifest.extra = {"redacted": got.redactions.as_dict()}
@@ -188,18 +232,13 @@ def files(got: Collected) -> list[tuple[str, list[bytes]]]:
              **({"error": log.error} if log.error else {})}
             for log in got.logs
         ]  # fmt: skip
-    out = [(MANIFEST_FILE, [yaml.safe_dump(manifest.to_object(), sort_keys=False).encode()])]
-    for kind, items in sorted(got.objects.items()):
-        if not items:
-            continue
-        rt = ALL_KINDS[kind]
-        name = f"objects/{rt.plural}{'.' + rt.group if rt.group else ''}.json"
-        pieces = [LIST_HEAD]
-        for item in items:
-            pieces += (item, LIST_SEPARATOR)
-        pieces[-1] = LIST_TAIL
-        out.append((name, pieces))
-    out += [(log.path, [log.text]) for log in got.logs if log.text]
+    out = [File(MANIFEST_FILE, yaml.safe_dump(manifest.to_object(), sort_keys=False).encode())]
+    for kind, spool in sorted(got.objects.items()):
+        if spool.count:
+            rt = ALL_KINDS[kind]
+            name = f"objects/{rt.plural}{'.' + rt.group if rt.group else ''}.json"
+            out.append(File(name, LIST_HEAD, spool, LIST_TAIL))
+    out += [File(log.path, log.text) for log in got.logs if log.text]
     return out
 
 
@@ -208,57 +247,56 @@ def write(got: Collected, dest: Path) -> None:
     readable by its owner only (redacted, it still describes the cluster)."""
     content = files(got)
     if dest.name.endswith(ARCHIVES):
-        top = dest.name.removesuffix(".tgz").removesuffix(".tar.gz")
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent or Path("."))
-        try:
-            # gzip -6 (gzip's default; tarfile's is 9): at 1,000 nodes 2.7 s instead of 7.4 s of
-            # compression, for 13.4 MB instead of 11.1
-            with (
-                os.fdopen(fd, "wb") as raw,
-                tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar,
-            ):
-                for name, pieces in content:
-                    info = tarfile.TarInfo(f"{top}/{name}")
-                    info.size = sum(map(len, pieces))
-                    info.mode, info.mtime = 0o600, int(time.time())
-                    tar.addfile(info, io.BufferedReader(_Joined(pieces)))
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_archive(content, dest)
         return
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise UserError(f"{dest}: exists and is not an empty folder (or name a .tar.gz)")
+    _writable_folder(dest)
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for name, pieces in content:
-        target = dest / name
+    for f in content:
+        target = dest / f.name
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.writelines(pieces)
+        with os.fdopen(fd, "wb") as out:
+            out.write(f.head)
+            if f.spool is not None:
+                f.spool.copy_to(out)
+            out.write(f.tail)
 
 
-class _Joined(io.RawIOBase):
-    """The pieces of a file read one after another, as `tarfile` reads a member's content
-    (wrapped in a BufferedReader: tarfile takes a short read for the end of the data)."""
+def _write_archive(content: list[File], dest: Path) -> None:
+    """`content` as a .tar.gz at `dest` (replaced whole), made of gzip members: each file's
+    header and head, its spool's members as they are (`kube.collect.Spool`: compressed as
+    its objects arrived), its tail and padding; the archive's end. A gzip reader reads the
+    members as one stream: what `tarfile` would have written, compressed the same."""
+    from kube.collect import GZIP_LEVEL
 
-    def __init__(self, pieces: list[bytes]) -> None:
-        self._pieces = iter(pieces)
-        self._left = memoryview(b"")
+    top = dest.name.removesuffix(".tgz").removesuffix(".tar.gz")
+    mtime = int(time.time())
 
-    def readable(self) -> bool:
-        return True
+    def gz(data: bytes) -> bytes:
+        return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=mtime)
 
-    def readinto(self, buffer: Any) -> int:
-        while not self._left:
-            piece = next(self._pieces, None)
-            if piece is None:
-                return 0
-            self._left = memoryview(piece)
-        n = min(len(buffer), len(self._left))
-        buffer[:n] = self._left[:n]
-        self._left = self._left[n:]
-        return n
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.absolute().parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            length = 0  # of the tar stream
+            for f in content:
+                info = tarfile.TarInfo(f"{top}/{f.name}")
+                info.size, info.mode, info.mtime = f.size, 0o600, mtime
+                header, padding = info.tobuf(), bytes(-f.size % tarfile.BLOCKSIZE)
+                if f.spool is None:
+                    out.write(gz(header + f.head + f.tail + padding))
+                else:
+                    assert f.spool.gzip, "a spool joins an archive compressed"
+                    out.write(gz(header + f.head))
+                    f.spool.copy_to(out)
+                    out.write(gz(f.tail + padding))
+                length += len(header) + f.size + len(padding)
+            end = 2 * tarfile.BLOCKSIZE  # two empty blocks, then up to a whole record
+            out.write(gz(bytes(end + -(length + end) % tarfile.RECORDSIZE)))
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _summary(got: Collected, dest: Path, *, seconds: float) -> str:

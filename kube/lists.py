@@ -47,6 +47,7 @@ def list_objects(
     page_size: int = PAGE_SIZE,
     transform: Callable[[Obj], Obj] | None = None,
     decode: Callable[[bytes], Any] | None = None,
+    restarted: Callable[[], None] | None = None,
 ) -> tuple[list[Obj], str]:
     """All items (each with `kind` and `apiVersion` set) and the list's resourceVersion.
 
@@ -55,9 +56,12 @@ def list_objects(
     client-go's pager does. A custom resource whose API is not installed lists as empty
     with resourceVersion "". `transform` is applied page by page (the cache slims objects
     before the next page arrives, so a full list never sits in memory); `decode` parses
-    each page (`kube.slim.list_decoder`: only the fields `transform` reads).
+    each page (`kube.slim.list_decoder`: only the fields `transform` reads). `restarted` is
+    called before the list starts over (what `transform` kept of the pages read is stale).
     """
     for attempt in range(RELISTS + 1):
+        if attempt and restarted is not None:
+            restarted()
         try:
             return _pages(
                 client, rt, namespace=namespace, field_selector=field_selector,

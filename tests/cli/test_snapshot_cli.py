@@ -216,15 +216,16 @@ def test_logs_of_failing_gpu_components_are_collected_redacted(
     assert code == 0, err
 
 
+@pytest.mark.parametrize("dest", ["snap", "snap.tar.gz"])
 @pytest.mark.parametrize("scope", [("-n", "team-nlp"), ("-A", "--chunk-size", "3")])
 def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
-    scope: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scope: tuple[str, ...], dest: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The List files are made of their objects' JSON kept as each page arrived: byte for
-    byte what dumping each List whole writes. A pod of the namespace asked for that also runs
-    is listed twice (the namespace's pods, every running pod); a list whose continue token
-    expired (`410 Gone`) is read again from its first page: each object is kept, and what was
-    redacted of it counted, once."""
+    """The List files are made of their objects' JSON written as each page arrived (plain,
+    or compressed for an archive): byte for byte what dumping each List whole writes. A pod
+    of the namespace asked for that also runs is listed twice (the namespace's pods, every
+    running pod); a list whose continue token expired (`410 Gone`) is read again from its
+    first page: each object is kept, and what was redacted of it counted, once."""
     import orjson
 
     objects = load_objects(FIXTURES / "resourcequota-exceeded.yaml")
@@ -235,10 +236,15 @@ def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
     with FakeApiServer(objects) as api:
         api.expire_continue = 2  # two lists start over
         kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
-        folder = tmp_path / "snap"
-        code, _, err = run(capsys, "snapshot", str(folder), *scope, "--kubeconfig", kubeconfig)
+        code, _, err = run(capsys, "snapshot", str(tmp_path / dest), *scope,
+                           "--kubeconfig", kubeconfig)  # fmt: skip
         assert code == 0, err
         assert api.expire_continue == 0 or scope[0] == "-n"  # -A pages: the lists did restart
+    folder = tmp_path / "snap"
+    if dest.endswith(".tar.gz"):
+        with tarfile.open(tmp_path / dest) as tar:
+            tar.extractall(tmp_path / "x", filter="data")
+        folder = tmp_path / "x" / "snap"
     written = sorted((folder / "objects").glob("*.json"))
     assert len(written) > 3
     redacted = 0
@@ -252,3 +258,76 @@ def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
     assert b"hf-secret-1" not in b"".join(p.read_bytes() for p in written)
     manifest = yaml.safe_load((folder / "manifest.yaml").read_text())
     assert manifest["redacted"]["envValues"] == redacted >= 1
+    counts = {k: v["objects"] for k, v in manifest["kinds"].items() if v.get("objects")}
+    by_file = {json.loads(p.read_bytes())["items"][0]["kind"]: len(json.loads(p.read_bytes())["items"])
+               for p in written}  # fmt: skip
+    assert by_file == counts
+
+
+def test_an_archive_is_what_tarfile_writes_compressed_as_its_objects_arrived(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The .tar.gz is gzip members joined (each kind's compressed while it was listed): read
+    as one stream by gzip, tar and tarfile, it is byte for byte the tar stream `tarfile`
+    writes of the same members (headers, padding, end of archive)."""
+    import gzip
+    import io
+    import shutil
+    import subprocess
+
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    archive = tmp_path / "snap.tgz"
+    code, _, err = run(capsys, "snapshot", str(archive), "-A", "--chunk-size", "4",
+                       "--kubeconfig", kubeconfig)  # fmt: skip
+    assert code == 0, err
+    raw = archive.read_bytes()
+    assert raw.count(b"\x1f\x8b\x08") > 10  # members: not one stream compressed at the end
+    stream = gzip.decompress(raw)
+    again = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(stream)) as tar,
+        tarfile.open(fileobj=again, mode="w") as out,
+    ):
+        names = tar.getnames()
+        for member in tar:
+            out.addfile(member, tar.extractfile(member))
+    assert stream == again.getvalue()
+    assert names[0] == "snap/manifest.yaml" and "snap/objects/pods.json" in names
+    if shutil.which("tar"):  # GNU tar through gzip reads it as well
+        listed = subprocess.run(["tar", "-tzf", str(archive)], capture_output=True, text=True,
+                                check=True)  # fmt: skip
+        assert listed.stdout.split() == names
+    code, out, err = run(capsys, "pending", "-A", "--snapshot", str(archive))
+    assert code in (0, 1), err
+    assert "1 stuck workload(s)" in out and "detr-train -n team-vision" in out
+
+
+def test_the_destination_is_checked_before_reading_and_a_full_disk_is_one_line(
+    api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A destination that cannot be written is said before minutes of reading; a disk that
+    fills while the objects are kept is a one-line error, and leaves nothing behind."""
+    import kube.collect
+
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    for dest, said in [
+        (tmp_path / "nowhere" / "s.tar.gz", f"folder {tmp_path / 'nowhere'} does not exist"),
+        (tmp_path / "kubeconfig", "exists and is not an empty folder"),
+        (tmp_path / "dir.tar.gz", "is a folder"),
+    ]:
+        if dest.name == "dir.tar.gz":
+            dest.mkdir()
+        before = api.count()
+        code, out, err = run(capsys, "snapshot", str(dest), "-A", "--kubeconfig", kubeconfig)
+        assert code == 2 and out == "" and said in err and err.count("\n") == 1, err
+        assert api.count() == before  # nothing was read
+    full = tmp_path / "full"
+    full.mkdir()
+    monkeypatch.setattr(kube.collect.tempfile, "TemporaryFile",
+                        lambda dir=None: open("/dev/full", "r+b"))  # noqa: SIM115  # fmt: skip
+    for dest in (full / "s.tar.gz", full / "folder"):
+        code, out, err = run(capsys, "snapshot", str(dest), "-A", "--kubeconfig", kubeconfig)
+        assert code == 2 and out == "", err
+        assert err == f"gpu-triage: error: cannot write {dest}: No space left on device\n"
+    assert list(full.iterdir()) == []
