@@ -25,6 +25,7 @@ from kube.compact import compact, compacted
 from kube.decode import TEMPLATED, WORKLOAD_SPEC, Text, spec_part
 from kube.share import ABSENT, Sharer, digest
 from triage.cluster.objects import POD_ANNOTATIONS, Obj
+from triage.layers.stacks.components import pod_component
 
 # No resourceVersion: nothing reads it from a cached object, and without it an update that
 # changes nothing else slims to an equal object, which the informer then keeps as it is.
@@ -166,29 +167,28 @@ _END = object()  # ends a state's fields in its key
 
 
 # Of a container's state, what the engine reads: that it runs, why it waits, how it ended.
-# When a container started or finished is not read; without those times the statuses of
-# running and of completed containers are the same for every pod of a workload, and shared.
+# When a container started or finished is not read, but for device plugins (`_timed`);
+# without those times the statuses of running and of completed containers are the same for
+# every pod of a workload, and shared.
 _STATE_DROP = ("startedAt", "finishedAt", "containerID")
+_TIMED_STATE_DROP = ("finishedAt", "containerID")
 
 
-def _state(state: Obj | None) -> Obj | None:
+def _state(state: Obj | None, drop: tuple[str, ...] = _STATE_DROP) -> Obj | None:
     if not state:
         return state
-    out = {
-        k: {f: v for f, v in (sub or {}).items() if f not in _STATE_DROP}
-        for k, sub in state.items()
-    }
+    out = {k: {f: v for f, v in (sub or {}).items() if f not in drop} for k, sub in state.items()}
     for k, sub in out.items():
         if not sub and state.get(k):  # running: {startedAt} stays truthy: a marker, not {}
             out[k] = {"kept": False}
     return out
 
 
-def _container_status(cs: Obj) -> Obj:
+def _container_status(cs: Obj, drop: tuple[str, ...] = _STATE_DROP) -> Obj:
     out = _pick(cs, _CONTAINER_STATUS)
     for k in ("state", "lastState"):
         if k in out:
-            out[k] = _state(out[k])
+            out[k] = _state(out[k], drop)
     return out
 
 
@@ -243,14 +243,25 @@ def _slim_spec(spec: Obj, claims: list[Obj], sharer: Sharer) -> Obj:
     return out
 
 
-def _slim_status(status: Obj) -> Obj:
+def _slim_status(status: Obj, drop: tuple[str, ...] = _STATE_DROP) -> Obj:
     out = _pick(status, _POD_STATUS)
     if status.get("conditions"):
         out["conditions"] = [_condition(c) for c in status["conditions"]]
     for k in ("containerStatuses", "initContainerStatuses"):
         if status.get(k):
-            out[k] = [_container_status(c) for c in status[k]]
+            out[k] = [_container_status(c, drop) for c in status[k]]
     return out
+
+
+def _timed(obj: Obj) -> bool:
+    """Whether the engine reads when the pod's containers started: a device plugin's, whose
+    start a kubelet restart is compared with (`triage.layers.node_context`). Its status is
+    then its own, not shared: one pod per GPU node."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    if not refs or type(refs) is not list or (refs[0] or {}).get("kind") != "DaemonSet":
+        return False
+    found = pod_component(obj)
+    return found is not None and found[1] == "device-plugin"
 
 
 def _shared_spec(sharer: Sharer, spec: Obj) -> Obj:
@@ -361,7 +372,12 @@ def slim_pod(obj: Obj, sharer: Sharer) -> Obj:
     keys = _META if "resourceClaims" in spec else _POD_META
     # Pods of one workload on one node have equal specs, and running pods of one shape equal
     # statuses: one copy of each for all of them (`_shared_spec`, `_shared_status`).
-    spec_, status_ = _shared_spec(sharer, spec), _shared_status(sharer, obj.get("status") or {})
+    status = obj.get("status") or {}
+    if _timed(obj):
+        status_ = sharer.value(_slim_status(status, _TIMED_STATE_DROP), _status_parts)
+    else:
+        status_ = _shared_status(sharer, status)
+    spec_ = _shared_spec(sharer, spec)
     meta = slim_meta(obj, sharer, keys, annotations=POD_ANNOTATIONS)
     return compact(_OBJECT, (obj.get("kind"), obj.get("apiVersion"), meta, spec_, status_))
 
@@ -520,6 +536,20 @@ def projection(kind: str, sharer: Sharer | None = None) -> Callable[[Obj], Obj]:
     fn = fn or (slim_workload if kind in TEMPLATED else slim_other)
     share = sharer or Sharer()
     return lambda obj: fn(obj, share)
+
+
+def projections() -> Callable[[str], Callable[[Obj], Obj]]:
+    """Each kind's projection, made once (sharing within the kind): a snapshot read into
+    memory keeps what the cache would (`triage.cluster.snapshot.read_snapshot`)."""
+    made: dict[str, Callable[[Obj], Obj]] = {}
+
+    def of(kind: str) -> Callable[[Obj], Obj]:
+        fn = made.get(kind)
+        if fn is None:
+            fn = made[kind] = projection(kind)
+        return fn
+
+    return of
 
 
 # --- typed list decoding --------------------------------------------------------------------
