@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from triage import load_snapshot, triage
+from gpu_triage.sources import open_source
+from triage import triage
 from triage.engine import verdict
 from triage.fleet import sweep
 from triage.render import report_data, to_text
@@ -38,7 +39,7 @@ def snapshots() -> list[Path]:
 
 def outputs() -> Iterator[dict[str, Any]]:
     for path in snapshots():
-        src = load_snapshot(path)
+        src = open_source(snapshot=str(path))  # as the CLI reads it
         for kind in KINDS:
             for obj in src.objects(kind):
                 ns, name = obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]
@@ -48,7 +49,7 @@ def outputs() -> Iterator[dict[str, Any]]:
                 yield {"file": path.name, "kind": kind, "target": f"{ns}/{name}",
                        "report": data, "text": to_text(report),
                        "verdict": verdict(src, namespace=ns, name=name).model_dump(mode="json")}  # fmt: skip
-        result = sweep(load_snapshot(path)).model_dump(mode="json")
+        result = sweep(open_source(snapshot=str(path))).model_dump(mode="json")
         result.pop("generated_at")
         yield {"file": path.name, "sweep": result}
 

@@ -37,8 +37,10 @@ class MemorySource(SourceDefaults):
         not_served: Mapping[str, str] | None = None,
         scope: Mapping[str, frozenset[str]] | None = None,
         notes: Iterable[str] = (),
+        observed: datetime | None = None,
     ) -> None:
         self._cluster_name = cluster_name
+        self._observed = observed
         self.not_served = dict(not_served or {})
         self.scope = dict(scope or {})
         self._notes = list(notes)
@@ -89,20 +91,11 @@ class MemorySource(SourceDefaults):
 
     @cached_property
     def as_of(self) -> datetime | None:
-        """When this state was observed: the newest node heartbeat (a snapshot's age)."""
-        newest: datetime | None = None
-        for node in self._by_kind["Node"].values():
-            for c in (node.get("status") or {}).get("conditions") or []:
-                raw = c.get("lastHeartbeatTime")
-                if not isinstance(raw, str):
-                    continue
-                try:
-                    t = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-                except ValueError:
-                    continue
-                if t.tzinfo is not None and (newest is None or t > newest):
-                    newest = t
-        return newest
+        """When this state was observed: `observed` if given (a snapshot read slim keeps no
+        heartbeat), else the newest node heartbeat (a snapshot's age)."""
+        if self._observed is not None:
+            return self._observed
+        return newest_heartbeat(self._by_kind["Node"].values())
 
     def coverage_notes(self) -> list[str]:
         return list(self._notes)
@@ -180,3 +173,20 @@ class MemorySource(SourceDefaults):
             built = Index(INDEXERS[(kind, index)], self._by_kind[kind].values())
             self._indexes[(kind, index)] = built
         return built
+
+
+def newest_heartbeat(nodes: Iterable[Obj]) -> datetime | None:
+    """The newest heartbeat of `nodes`' conditions: when their state was last observed."""
+    newest: datetime | None = None
+    for node in nodes:
+        for c in (node.get("status") or {}).get("conditions") or []:
+            raw = c.get("lastHeartbeatTime")
+            if not isinstance(raw, str):
+                continue
+            try:
+                t = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if t.tzinfo is not None and (newest is None or t > newest):
+                newest = t
+    return newest

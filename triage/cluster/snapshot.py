@@ -16,6 +16,9 @@ object are refused (which one is the cluster's?); objects of an API version the 
 not read are set aside, and their kind then reads as not in the snapshot, so the layers that
 need it say "unknown" instead of judging without it. A snapshot with pods but no nodes holds
 no Nodes as far as the engine is concerned: nodes were not collected.
+
+A reader may keep less of each object than was read (`project`: the CLI keeps what the watch
+cache keeps, a fifth of the memory); two copies then differ when what is kept of them does.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +42,7 @@ from triage.cluster.coverage import (
     from_manifest,
     without_manifest,
 )
-from triage.cluster.memory import MemorySource
+from triage.cluster.memory import MemorySource, newest_heartbeat
 from triage.cluster.objects import Obj
 from triage.cluster.schema import InvalidObjectError, check
 from triage.cluster.source import ALL_KINDS, NAMED, MalformedSnapshotError
@@ -89,6 +93,7 @@ class Loaded:
     scope: dict[str, frozenset[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     cluster: str | None = None
+    observed: datetime | None = None  # the newest node heartbeat
 
 
 def _files(root: Path) -> list[Path]:
@@ -215,8 +220,14 @@ def _name(obj: Obj) -> str:
     return f"{what} {ns + '/' if isinstance(ns, str) and ns else ''}{name}"
 
 
-def read_snapshot(path: str | Path) -> Loaded:
-    """Every object the engine reads from the snapshot at `path`, checked."""
+# What a reader keeps of an object it read: `project(kind)(obj)` (the live cache's projection).
+Projections = Callable[[str], Callable[[Obj], Obj]]
+
+
+def read_snapshot(path: str | Path, *, project: Projections | None = None) -> Loaded:
+    """Every object the engine reads from the snapshot at `path`, checked, and what
+    `project` keeps of it (None: the object whole). Two copies of an object differ when what
+    is kept of them does."""
     root = Path(path)
     if not root.exists():
         raise MalformedSnapshotError(f"{root}: no such file or directory")
@@ -226,6 +237,7 @@ def read_snapshot(path: str | Path) -> Loaded:
     versions: dict[str, set[str]] = {}
     manifest: Manifest | None = None
     others = 0  # objects of kinds the engine does not read
+    observed: datetime | None = None
     for f, data in _inputs(root, max_mb() << 20):
         values -= values_in(f, data)
         if values < 0:
@@ -246,6 +258,10 @@ def read_snapshot(path: str | Path) -> Loaded:
                 continue
             meta = obj["metadata"]
             key = (kind, str(meta.get("namespace") or ""), str(meta["name"]))
+            if kind == "Node":
+                observed = max(filter(None, (observed, newest_heartbeat([obj]))), default=None)
+            if project is not None:
+                obj = project(kind)(obj)
             first = seen.get(key)
             if first is None:
                 seen[key] = (obj, f)
@@ -274,6 +290,7 @@ def read_snapshot(path: str | Path) -> Loaded:
         out.not_served.setdefault(kind, why)
     out.scope, out.notes = covered.scope, covered.notes
     out.cluster = manifest.cluster if manifest else None
+    out.observed = observed
     return out
 
 
@@ -316,9 +333,11 @@ def load_objects(path: str | Path) -> list[Obj]:
     return read_snapshot(path).objects
 
 
-def load_snapshot(path: str | Path, *, cluster_name: str | None = None) -> MemorySource:
-    """Read a snapshot into a ClusterSource."""
-    loaded = read_snapshot(path)
+def load_snapshot(
+    path: str | Path, *, cluster_name: str | None = None, project: Projections | None = None
+) -> MemorySource:
+    """Read a snapshot into a ClusterSource (`project`: see `read_snapshot`)."""
+    loaded = read_snapshot(path, project=project)
     name = cluster_name or loaded.cluster or _cluster_name(Path(path))
     return MemorySource(
         loaded.objects,
@@ -326,6 +345,7 @@ def load_snapshot(path: str | Path, *, cluster_name: str | None = None) -> Memor
         not_served=loaded.not_served,
         scope=loaded.scope,
         notes=loaded.notes,
+        observed=loaded.observed,
     )
 
 
