@@ -35,7 +35,7 @@ from triage.names import validate_namespace
 
 if TYPE_CHECKING:
     from kube.client import RawClient
-    from kube.collect import Collected, Log, Spool
+    from kube.collect import Collected, Log, Part, Spool
 
 
 def register(sub: Any) -> None:
@@ -206,21 +206,23 @@ def _default_path(cluster: str) -> Path:
 
 
 class File(NamedTuple):
-    """One file of a snapshot: `head`, what `spool` holds (the objects of a kind), `tail`."""
+    """One file of a snapshot: `head`, a `part` of what `spool` holds (objects of a kind),
+    `tail`."""
 
     name: str
     head: bytes
     spool: Spool | None = None
+    part: Part | None = None
     tail: bytes = b""
 
     @property
     def size(self) -> int:
-        return len(self.head) + (self.spool.size if self.spool else 0) + len(self.tail)
+        return len(self.head) + (self.part.size if self.part else 0) + len(self.tail)
 
 
 def files(got: Collected) -> list[File]:
     """The snapshot's files: the manifest, one JSON List per kind collected with objects
-    (`kube.collect`: its items are on disk), and the logs."""
+    (`kube.collect`: its items are on disk; a large kind's in several), and the logs."""
     from kube.collect import LIST_HEAD, LIST_TAIL
 
     manifest = got.manifest
@@ -234,10 +236,11 @@ def files(got: Collected) -> list[File]:
         ]  # fmt: skip
     out = [File(MANIFEST_FILE, yaml.safe_dump(manifest.to_object(), sort_keys=False).encode())]
     for kind, spool in sorted(got.objects.items()):
-        if spool.count:
-            rt = ALL_KINDS[kind]
-            name = f"objects/{rt.plural}{'.' + rt.group if rt.group else ''}.json"
-            out.append(File(name, LIST_HEAD, spool, LIST_TAIL))
+        rt = ALL_KINDS[kind]
+        name = f"objects/{rt.plural}{'.' + rt.group if rt.group else ''}"
+        for i, part in enumerate(spool.parts):  # pods.json, pods.2.json, ...
+            out.append(File(f"{name}{f'.{i + 1}' if i else ''}.json", LIST_HEAD, spool, part,
+                            LIST_TAIL))  # fmt: skip
     out += [File(log.path, log.text) for log in got.logs if log.text]
     return out
 
@@ -257,8 +260,8 @@ def write(got: Collected, dest: Path) -> None:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(f.head)
-            if f.spool is not None:
-                f.spool.copy_to(out)
+            if f.spool is not None and f.part is not None:
+                f.spool.copy_to(out, f.part)
             out.write(f.tail)
 
 
@@ -283,12 +286,12 @@ def _write_archive(content: list[File], dest: Path) -> None:
                 info = tarfile.TarInfo(f"{top}/{f.name}")
                 info.size, info.mode, info.mtime = f.size, 0o600, mtime
                 header, padding = info.tobuf(), bytes(-f.size % tarfile.BLOCKSIZE)
-                if f.spool is None:
+                if f.spool is None or f.part is None:
                     out.write(gz(header + f.head + f.tail + padding))
                 else:
                     assert f.spool.gzip, "a spool joins an archive compressed"
                     out.write(gz(header + f.head))
-                    f.spool.copy_to(out)
+                    f.spool.copy_to(out, f.part)
                     out.write(gz(f.tail + padding))
                 length += len(header) + f.size + len(padding)
             end = 2 * tarfile.BLOCKSIZE  # two empty blocks, then up to a whole record

@@ -16,7 +16,8 @@ what is free on it) are collected in every namespace, pods there only while they
 from __future__ import annotations
 
 import contextlib
-import shutil
+import errno
+import io
 import tempfile
 import zlib
 from collections.abc import Callable, Sequence
@@ -94,11 +95,26 @@ def item_json(obj: Obj) -> bytes:
 _KEPT: Obj = {}  # what a list holds of an object kept in a spool
 
 
+@dataclass
+class Part:
+    """One List file of a kind: where its items start in the spool (and end: -1, the spool's
+    end), their size uncompressed, and how many."""
+
+    start: int
+    size: int = 0
+    count: int = 0
+    end: int = -1
+
+
+PART_BYTES = 16 << 20  # a List file holds items up to this size: what a reader parses at once
+
+
 class Spool:
     """One kind's objects as they arrive, on disk: redacted, as they stand between its List
-    file's head and tail (`item_json`, separated), with what was redacted of them and what
+    files' head and tail (`item_json`, separated), with what was redacted of them and what
     `seen` returned (None: nothing). A snapshot of 20,000 nodes is about 9 GB of JSON: held in
-    memory it would not fit a laptop.
+    memory it would not fit a laptop. A kind's objects make a List file per PART_BYTES (a
+    reader parses a file whole), each a `Part` of the spool.
 
     Written plain (`gzip=False`), or as gzip members that a .tar.gz takes as they are: a gzip
     reader reads members one after another as one stream (RFC 1952, 2.2), so a snapshot is
@@ -112,57 +128,90 @@ class Spool:
         directory: Path | None,
         gzip: bool,
         seen: Callable[[str, Obj], object] | None = None,
+        part_bytes: int | None = None,
     ) -> None:
         self.kind = kind
         self.gzip = gzip
         # unlinked already: gone once closed, or when the command ends however it ends
         self.file: IO[bytes] = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115
-        self.size = 0  # bytes of the items and separators, uncompressed
+        self.parts: list[Part] = []
         self.count = 0
         self.redactions = Redactions()
         self.noted: list[object] = []
         self._seen = seen
+        self._part_bytes = part_bytes or PART_BYTES
         self._zip: Any = None
-        self._mark = (0, 0, 0, Redactions(), 0)
+        self._open = False  # the compressor holds a member begun
+        self._mark: tuple[Any, ...] = ()
+        self.begin()
 
     def begin(self) -> None:
         """A list starts: what it keeps can be dropped (`again`) until `end`."""
-        self._mark = (self.file.tell(), self.size, self.count, replace(self.redactions),
-                      len(self.noted))  # fmt: skip
-        self._zip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31) if self.gzip else None
+        last = (self.parts[-1].size, self.parts[-1].count) if self.parts else (0, 0)
+        self._mark = (self.file.tell(), self.count, replace(self.redactions), len(self.noted),
+                      len(self.parts), *last)  # fmt: skip
+        self._member()
 
     def again(self) -> None:
         """The list starts over: drop what it kept."""
-        at, self.size, self.count, redactions, noted = self._mark
+        at, self.count, redactions, noted, parts, size, count = self._mark
         self.redactions = replace(redactions)
         del self.noted[noted:]
+        del self.parts[parts:]
+        if self.parts:
+            last = self.parts[-1]
+            last.size, last.count, last.end = size, count, -1
         self.file.seek(at)
         self.file.truncate()
         self.begin()
 
     def end(self) -> None:
-        if self._zip is not None and self.count > self._mark[2]:
+        if self._open:
             self.file.write(self._zip.flush())
-        self._zip = None
+            self._open = False
+
+    def _member(self) -> None:
+        """A new gzip member from here on (nothing, writing plain)."""
+        self._zip = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31) if self.gzip else None
+        self._open = False
 
     def keep(self, obj: Obj) -> Obj:
         """`obj`, redacted, written; what stands for it in the list (`_KEPT`)."""
         redact(obj, self.redactions)
         data = item_json(obj)
-        if self.count:
+        part = self.parts[-1] if self.parts else None
+        if part is None or part.size >= self._part_bytes:  # the next List file
+            self.end()
+            self._member()
+            if part is not None:
+                part.end = self.file.tell()
+            part = Part(self.file.tell())
+            self.parts.append(part)
+        elif part.count:
             data = LIST_SEPARATOR + data
+        part.count += 1
+        part.size += len(data)
         self.count += 1
-        self.size += len(data)
-        self.file.write(self._zip.compress(data) if self._zip is not None else data)
+        if self._zip is not None:
+            self._open = True
+            data = self._zip.compress(data)
+        self.file.write(data)
         if self._seen is not None and (noted := self._seen(self.kind, obj)) is not None:
             self.noted.append(noted)
         return _KEPT
 
-    def copy_to(self, out: IO[bytes]) -> None:
-        """What was written (gzip members, or the items plain) onto `out`."""
+    def copy_to(self, out: IO[bytes], part: Part) -> None:
+        """What was written of `part` (gzip members, or its items plain) onto `out`."""
         self.file.flush()
-        self.file.seek(0)
-        shutil.copyfileobj(self.file, out, 1 << 20)
+        end = self.file.seek(0, io.SEEK_END) if part.end < 0 else part.end
+        self.file.seek(part.start)
+        left = end - part.start
+        while left:
+            chunk = self.file.read(min(left, 1 << 20))
+            if not chunk:
+                raise OSError(errno.EIO, f"the spool of {self.kind} ended early")
+            out.write(chunk)
+            left -= len(chunk)
 
     def close(self) -> None:
         """Delete what was written (whatever a full disk says of the last of it)."""

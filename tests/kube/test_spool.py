@@ -4,6 +4,7 @@ and a list that starts over leaves no trace of its first attempt, however much i
 from __future__ import annotations
 
 import gzip
+import io
 from pathlib import Path
 
 import orjson
@@ -18,14 +19,21 @@ def pod(name: str, *, secret: str = "") -> dict[str, object]:
             "spec": {"containers": [{"name": "c", "env": env}]}}  # fmt: skip
 
 
+def files(spool: Spool) -> list[bytes]:
+    """The List files the spool makes (decompressed, for a gzip spool)."""
+    out = []
+    for part in spool.parts:
+        buffer = io.BytesIO()
+        spool.copy_to(buffer, part)
+        items = gzip.decompress(buffer.getvalue()) if spool.gzip else buffer.getvalue()
+        assert len(items) == part.size
+        out.append(LIST_HEAD + items + LIST_TAIL)
+    return out
+
+
 def written(spool: Spool) -> bytes:
-    """The List file the spool makes (decompressed, for a gzip spool)."""
-    spool.file.flush()
-    spool.file.seek(0)
-    raw = spool.file.read()
-    items = gzip.decompress(raw) if spool.gzip else raw
-    assert len(items) == spool.size
-    return LIST_HEAD + items + LIST_TAIL
+    (only,) = files(spool)
+    return only
 
 
 @pytest.mark.parametrize("compressed", [False, True])
@@ -76,8 +84,36 @@ def test_a_spool_is_deleted_when_closed_and_an_empty_list_writes_nothing(tmp_pat
     spool = Spool("Node", directory=tmp_path, gzip=True)
     spool.begin()
     spool.end()
-    assert spool.count == spool.size == 0 and spool.file.tell() == 0
+    assert spool.count == 0 and spool.parts == [] and spool.file.tell() == 0
     assert list(tmp_path.iterdir()) == []  # unlinked from the start: nothing left behind
     spool.close()
     with pytest.raises(ValueError):
         spool.file.write(b"x")
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_large_kind_makes_several_list_files_and_a_restart_drops_whole_ones(
+    compressed: bool, tmp_path: Path
+) -> None:
+    """A List file ends once it holds `part_bytes` of items (a reader parses a file whole);
+    a list that starts over drops the files it had begun and the items of the one it was
+    writing into."""
+    size = len(item_json(pod("p00")))
+    spool = Spool("Pod", directory=tmp_path, gzip=compressed, part_bytes=3 * size)
+    spool.begin()
+    for i in range(5):  # files of 3 (the third makes the size) and 2
+        spool.keep(pod(f"a{i:02d}"))
+    spool.end()
+    spool.begin()
+    for i in range(9):  # into the second file, then a third, fourth...
+        spool.keep(pod(f"b{i:02d}"))
+    assert len(spool.parts) == 5
+    spool.again()  # ... all dropped: the second file is as the first list left it
+    spool.keep(pod("b00"))
+    spool.end()
+    names = [[o["metadata"]["name"] for o in orjson.loads(f)["items"]] for f in files(spool)]
+    assert names == [["a00", "a01", "a02"], ["a03", "a04", "b00"]]
+    for f in files(spool):
+        assert f == orjson.dumps(orjson.loads(f), option=orjson.OPT_INDENT_2)
+    assert spool.count == 6
+    spool.close()
