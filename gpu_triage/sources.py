@@ -92,7 +92,7 @@ def open_source(
     within `timeout` seconds in all (default: DEFAULT_TIMEOUT). `read_ahead` says what the
     command is ("triage", "sweep"): a live source then starts what such a command reads
     anyway at once, in parallel (`kube.live.connect`)."""
-    if snapshot:  # kept as the cache keeps objects: a fifth of their memory, as well judged
+    if snapshot:  # kept as the cache keeps objects: a sixth of their memory, as well judged
         from kube.slim import projections
 
         return load_snapshot(snapshot, project=projections())

@@ -18,7 +18,7 @@ need it say "unknown" instead of judging without it. A snapshot with pods but no
 no Nodes as far as the engine is concerned: nodes were not collected.
 
 A reader may keep less of each object than was read (`project`: the CLI keeps what the watch
-cache keeps, a fifth of the memory); two copies then differ when what is kept of them does.
+cache keeps, a sixth of the memory); two copies then differ when what is kept of them does.
 """
 
 from __future__ import annotations
