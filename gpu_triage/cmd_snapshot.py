@@ -31,6 +31,7 @@ from triage.cluster.archive import ARCHIVES
 from triage.cluster.coverage import MANIFEST_FILE, plural
 from triage.cluster.kinds import ALL_KINDS
 from triage.cluster.objects import Obj, container_states
+from triage.cluster.snapshot import SUFFIXES, VALUES_PER_MB, max_mb, values_in
 from triage.names import validate_namespace
 
 if TYPE_CHECKING:
@@ -325,5 +326,28 @@ def _summary(got: Collected, dest: Path, *, seconds: float) -> str:
     if got.logs:
         written = sum(1 for log in got.logs if log.text)
         lines.append(f"logs: {written} of {len(got.logs)} failing GPU component container log(s)")
-    lines.append(f"triage from it: gpu-triage why-pending POD -n NAMESPACE --snapshot {dest}")
+    bound, unpacked = read_bound(got)
+    command = f"gpu-triage why-pending POD -n NAMESPACE --snapshot {dest}"
+    if bound > max_mb():
+        lines.append(
+            f"reading it takes GPU_TRIAGE_SNAPSHOT_MAX_MB={bound} ({unpacked / 1e6:,.0f} MB "
+            f"unpacked; the bound is {max_mb()} MiB)"
+        )
+        command = f"GPU_TRIAGE_SNAPSHOT_MAX_MB={bound} {command}"
+    lines.append(f"triage from it: {command}")
     return "\n".join(lines)
+
+
+def read_bound(got: Collected) -> tuple[int, int]:
+    """The least GPU_TRIAGE_SNAPSHOT_MAX_MB that reads the snapshot, counted as the reader
+    counts (`triage.cluster.snapshot`: its files' bytes, their values, and twice the bound
+    for the archive's stream, logs and headers included), and its bytes unpacked."""
+    content = files(got)
+    read = [f for f in content if f.name.endswith(SUFFIXES)]
+    size = sum(f.size for f in read)
+    values = sum(values_in(Path(f.name), f.head + f.tail) + (f.part.values if f.part else 0)
+                 for f in read)  # fmt: skip
+    stream = sum(f.size + 2 * tarfile.BLOCKSIZE for f in content)
+    mib = 1 << 20
+    need = max(-(-size // mib), -(-values // VALUES_PER_MB), -(-stream // (2 * mib)), 1)
+    return need, sum(f.size for f in content)

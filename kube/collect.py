@@ -104,6 +104,7 @@ class Part:
     size: int = 0
     count: int = 0
     end: int = -1
+    values: int = 0  # as a reader counts them (`triage.cluster.snapshot.values_in`)
 
 
 PART_BYTES = 16 << 20  # a List file holds items up to this size: what a reader parses at once
@@ -147,20 +148,20 @@ class Spool:
 
     def begin(self) -> None:
         """A list starts: what it keeps can be dropped (`again`) until `end`."""
-        last = (self.parts[-1].size, self.parts[-1].count) if self.parts else (0, 0)
+        last = self.parts[-1] if self.parts else Part(0)
         self._mark = (self.file.tell(), self.count, replace(self.redactions), len(self.noted),
-                      len(self.parts), *last)  # fmt: skip
+                      len(self.parts), last.size, last.count, last.values)  # fmt: skip
         self._member()
 
     def again(self) -> None:
         """The list starts over: drop what it kept."""
-        at, self.count, redactions, noted, parts, size, count = self._mark
+        at, self.count, redactions, noted, parts, size, count, values = self._mark
         self.redactions = replace(redactions)
         del self.noted[noted:]
         del self.parts[parts:]
         if self.parts:
             last = self.parts[-1]
-            last.size, last.count, last.end = size, count, -1
+            last.size, last.count, last.values, last.end = size, count, values, -1
         self.file.seek(at)
         self.file.truncate()
         self.begin()
@@ -191,6 +192,7 @@ class Spool:
             data = LIST_SEPARATOR + data
         part.count += 1
         part.size += len(data)
+        part.values += data.count(b",") + data.count(b"{") + data.count(b"[")
         self.count += 1
         if self._zip is not None:
             self._open = True

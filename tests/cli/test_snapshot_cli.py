@@ -342,3 +342,35 @@ def test_the_destination_is_checked_before_reading_and_a_full_disk_is_one_line(
         assert code == 2 and out == "", err
         assert err == f"gpu-triage: error: cannot write {dest}: No space left on device\n"
     assert list(full.iterdir()) == []
+
+
+@pytest.mark.parametrize("dest", ["big", "big.tar.gz"])
+def test_a_snapshot_past_the_read_bound_says_what_reads_it(
+    dest: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary of a snapshot larger than GPU_TRIAGE_SNAPSHOT_MAX_MB names the least value
+    that reads it, counted as the reader counts: that value reads it, one less does not."""
+    import re
+
+    from bench.synth import cluster
+
+    objects, _ = cluster(nodes=60, pods=1800)
+    with FakeApiServer(objects) as api:
+        kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+        code, out, err = run(capsys, "snapshot", str(tmp_path / "again"), "-A",
+                             "--kubeconfig", kubeconfig)  # fmt: skip
+        assert code == 0 and "reading it takes" not in out, err  # within the default bound
+        monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", "1")
+        code, out, err = run(capsys, "snapshot", str(tmp_path / dest), "-A",
+                             "--kubeconfig", kubeconfig)  # fmt: skip
+    assert code == 0, err
+    found = re.search(r"reading it takes GPU_TRIAGE_SNAPSHOT_MAX_MB=(\d+) \(", out)
+    assert found, out
+    bound = int(found.group(1))
+    assert bound > 1 and f"triage from it: GPU_TRIAGE_SNAPSHOT_MAX_MB={bound} gpu-triage" in out
+    monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", str(bound))
+    code, out, err = run(capsys, "pending", "-A", "--snapshot", str(tmp_path / dest))
+    assert code in (0, 1) and "stuck workload(s)" in out, err
+    monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", str(bound - 1))
+    code, out, err = run(capsys, "pending", "-A", "--snapshot", str(tmp_path / dest))
+    assert code == 2 and "GPU_TRIAGE_SNAPSHOT_MAX_MB allows" in err, err

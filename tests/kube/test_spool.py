@@ -117,3 +117,36 @@ def test_a_large_kind_makes_several_list_files_and_a_restart_drops_whole_ones(
         assert f == orjson.dumps(orjson.loads(f), option=orjson.OPT_INDENT_2)
     assert spool.count == 6
     spool.close()
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_the_read_bound_a_summary_names_reads_the_snapshot_and_one_less_does_not(
+    dense: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`read_bound` counts what the reader counts: bytes, or values when objects are dense
+    with them (long lists of numbers: more values than bytes bound)."""
+    from gpu_triage.cmd_snapshot import read_bound, write
+    from kube.collect import Collected
+    from triage.cluster.coverage import KindRecord, Manifest
+    from triage.cluster.snapshot import read_snapshot
+    from triage.cluster.source import MalformedSnapshotError
+
+    spool = Spool("Node", directory=tmp_path, gzip=False, part_bytes=1 << 20)
+    spool.begin()
+    for i in range(700):
+        extra = {"n": [[i] * 40 for _ in range(30)]} if dense else {"note": "x" * 3000}
+        spool.keep({"kind": "Node", "apiVersion": "v1", "metadata": {"name": f"n{i}"},
+                    "status": {"capacity": {"cpu": "8"}}, "spec": {"podCIDRs": [], **extra}})  # fmt: skip
+    spool.end()
+    manifest = Manifest(cluster="c", taken_at="2026-12-06T00:00:00Z", tool="t", namespaces=None,
+                        kinds={"Node": KindRecord(collected=True, objects=700)})  # fmt: skip
+    got = Collected(objects={"Node": spool}, manifest=manifest)
+    bound, unpacked = read_bound(got)
+    write(got, tmp_path / "snap")
+    got.close()
+    assert bound > 1 and unpacked > 1 << 20
+    monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", str(bound))
+    assert len(read_snapshot(tmp_path / "snap").objects) == 700
+    monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", str(bound - 1))
+    with pytest.raises(MalformedSnapshotError, match="values than" if dense else "larger than"):
+        read_snapshot(tmp_path / "snap")
