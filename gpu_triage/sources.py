@@ -43,8 +43,9 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     add_engine_args(p)
 
 
-def add_live_args(p: argparse.ArgumentParser) -> None:
-    """--kubeconfig / --context / --timeout / --chunk-size: how to read a live cluster."""
+def add_live_args(p: argparse.ArgumentParser, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """--kubeconfig / --context / --timeout (default: `timeout`) / --chunk-size: how to read
+    a live cluster."""
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument(
         "--context",
@@ -58,7 +59,7 @@ def add_live_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SECONDS",
         help="give up reading a live cluster after this long in all (default: "
-        f"$GPU_TRIAGE_TIMEOUT or {DEFAULT_TIMEOUT:g}); each request also ends after 30 s",
+        f"$GPU_TRIAGE_TIMEOUT or {timeout:g}); each request also ends after 30 s",
     )
     p.add_argument(
         "--chunk-size",

@@ -374,3 +374,32 @@ def test_a_snapshot_past_the_read_bound_says_what_reads_it(
     monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", str(bound - 1))
     code, out, err = run(capsys, "pending", "-A", "--snapshot", str(tmp_path / dest))
     assert code == 2 and "GPU_TRIAGE_SNAPSHOT_MAX_MB allows" in err, err
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "deadline"),
+    [((), None, 1800.0), (("--timeout", "45"), None, 45.0), ((), "90", 90.0)],
+)
+def test_a_snapshot_has_minutes_to_read_a_large_cluster_unless_told_otherwise(
+    flag: tuple[str, ...], env: str | None, deadline: float, api: FakeApiServer,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Reading every object of 20,000 nodes takes minutes: the 120 s other commands get
+    would end it. --timeout and GPU_TRIAGE_TIMEOUT still decide when given."""
+    import kube.live
+
+    opened: list[float] = []
+    connect = kube.live.connect
+
+    def recorded(**kw: Any) -> Any:
+        opened.append(kw["timeout"])
+        return connect(**kw)
+
+    monkeypatch.setattr(kube.live, "connect", recorded)
+    if env is not None:
+        monkeypatch.setenv("GPU_TRIAGE_TIMEOUT", env)
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    code, _, err = run(capsys, "snapshot", str(tmp_path / "s"), "-A", *flag,
+                       "--kubeconfig", kubeconfig)  # fmt: skip
+    assert code == 0, err
+    assert opened == [deadline]
