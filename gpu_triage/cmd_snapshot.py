@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gzip
 import os
 import tarfile
 import tempfile
 import time
+import zlib
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -272,36 +272,41 @@ def write(got: Collected, dest: Path) -> None:
 
 
 def _write_archive(content: list[File], dest: Path) -> None:
-    """`content` as a .tar.gz at `dest` (replaced whole), made of gzip members: each file's
-    header and head, its spool's members as they are (`kube.collect.Spool`: compressed as
-    its objects arrived), its tail and padding; the archive's end. A gzip reader reads the
-    members as one stream: what `tarfile` would have written, compressed the same."""
-    from kube.collect import GZIP_LEVEL
+    """`content` as a .tar.gz at `dest` (replaced whole): one gzip stream joined from pieces
+    (`kube.gzjoin`): each file's header and head, its spool's pieces as they are (compressed
+    as its objects arrived), its tail and padding; the archive's end. What `tarfile` would
+    have written, compressed once."""
+    from kube import gzjoin
 
     top = dest.name.removesuffix(".tgz").removesuffix(".tar.gz")
     mtime = int(time.time())
-
-    def gz(data: bytes) -> bytes:
-        return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=mtime)
-
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.absolute().parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            length = 0  # of the tar stream
+            crc = length = 0  # of the tar stream
+
+            def put(data: bytes) -> None:
+                nonlocal crc, length
+                out.write(gzjoin.piece(data))
+                crc, length = zlib.crc32(data, crc), length + len(data)
+
+            out.write(gzjoin.header(mtime))
             for f in content:
                 info = tarfile.TarInfo(f"{top}/{f.name}")
                 info.size, info.mode, info.mtime = f.size, 0o600, mtime
                 header, padding = info.tobuf(), bytes(-f.size % tarfile.BLOCKSIZE)
                 if f.spool is None or f.part is None:
-                    out.write(gz(header + f.head + f.tail + padding))
-                else:
-                    assert f.spool.gzip, "a spool joins an archive compressed"
-                    out.write(gz(header + f.head))
-                    f.spool.copy_to(out, f.part)
-                    out.write(gz(f.tail + padding))
-                length += len(header) + f.size + len(padding)
+                    put(header + f.head + f.tail + padding)
+                    continue
+                assert f.spool.gzip, "a spool joins an archive compressed"
+                put(header + f.head)
+                f.spool.copy_to(out, f.part)
+                crc = gzjoin.crc32_combine(crc, f.part.crc, f.part.size)
+                length += f.part.size
+                put(f.tail + padding)
             end = 2 * tarfile.BLOCKSIZE  # two empty blocks, then up to a whole record
-            out.write(gz(bytes(end + -(length + end) % tarfile.RECORDSIZE)))
+            put(bytes(end + -(length + end) % tarfile.RECORDSIZE))
+            out.write(gzjoin.trailer(crc, length))
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

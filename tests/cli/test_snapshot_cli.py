@@ -278,13 +278,15 @@ def test_each_file_is_written_as_one_json_dump_and_each_object_redacted_once(
 def test_an_archive_is_what_tarfile_writes_compressed_as_its_objects_arrived(
     api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The .tar.gz is gzip members joined (each kind's compressed while it was listed): read
-    as one stream by gzip, tar and tarfile, it is byte for byte the tar stream `tarfile`
+    """The .tar.gz is one gzip stream joined from pieces (each kind's compressed while it was
+    listed): read by gzip (its CRC checked), tar and tarfile (in stream mode too, which reads
+    only a first gzip member), it is byte for byte the tar stream `tarfile`
     writes of the same members (headers, padding, end of archive)."""
     import gzip
     import io
     import shutil
     import subprocess
+    import zlib
 
     kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
     archive = tmp_path / "snap.tgz"
@@ -292,8 +294,8 @@ def test_an_archive_is_what_tarfile_writes_compressed_as_its_objects_arrived(
                        "--kubeconfig", kubeconfig)  # fmt: skip
     assert code == 0, err
     raw = archive.read_bytes()
-    assert raw.count(b"\x1f\x8b\x08") > 10  # members: not one stream compressed at the end
-    stream = gzip.decompress(raw)
+    stream = gzip.decompress(raw)  # checks the trailer's CRC-32 and length
+    assert zlib.decompressobj(31).decompress(raw) == stream  # one member: nothing after it
     again = io.BytesIO()
     with (
         tarfile.open(fileobj=io.BytesIO(stream)) as tar,
@@ -304,6 +306,10 @@ def test_an_archive_is_what_tarfile_writes_compressed_as_its_objects_arrived(
             out.addfile(member, tar.extractfile(member))
     assert stream == again.getvalue()
     assert names[0] == "snap/manifest.yaml" and "snap/objects/pods.json" in names
+    with tarfile.open(archive, mode="r|gz") as tar:
+        assert [m.name for m in tar] == names
+    if shutil.which("gzip"):
+        subprocess.run(["gzip", "-t", str(archive)], check=True)
     if shutil.which("tar"):  # GNU tar through gzip reads it as well
         listed = subprocess.run(["tar", "-tzf", str(archive)], capture_output=True, text=True,
                                 check=True)  # fmt: skip
