@@ -39,7 +39,7 @@ def _maker(keys: tuple[str, ...]) -> Make:
     `dataclasses` and `namedtuple` write theirs: four times as fast as setting them in a
     loop), else one by one."""
     cls = type("_Keys", (), {"__module__": __name__})
-    if all(map(_named, keys)):
+    if keys and all(map(_named, keys)):  # (no keys: no statement to write)
         targets = "".join(f"o.{k}, " for k in keys)
         code = (
             f"def make(values):\n    o = new(cls)\n    {targets}= values\n    return o.__dict__\n"

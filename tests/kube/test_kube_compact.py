@@ -223,3 +223,12 @@ def test_label_sets_have_a_budget_of_their_own(monkeypatch: pytest.MonkeyPatch) 
         assert sys.getsizeof(made[0]) < sys.getsizeof(dict(made[0]))
         assert sys.getsizeof(made[-1]) == sys.getsizeof(dict(made[-1]))  # past the budget
         assert sys.getsizeof(metadata) < sys.getsizeof(dict(metadata))
+
+
+def test_no_keys_make_an_empty_dict() -> None:
+    """A slimmed part with nothing kept (a template of fields no layer reads): an empty
+    dict, not a code generation error."""
+    from kube.compact import compact, compacted
+
+    assert compacted({}) == {} and compact((), ()) == {}
+    assert type(compacted({})) is dict
