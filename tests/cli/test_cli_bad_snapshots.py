@@ -239,6 +239,22 @@ BAD_OBJECTS: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
         {"nvidia.com/gpu": "-8"})), ("status.allocatable.nvidia.com/gpu: '-8' is negative",)),
     "a node without a name": (_node(lambda n: n["metadata"].pop("name")),
                               ("a Node without a name: metadata.name: missing",)),
+    "a container's end a string": (
+        _edit(lambda p: p["status"].update(containerStatuses=[
+            {"name": "x", "state": {"terminated": "OOMKilled"}}])),
+        ("status.containerStatuses[0].state.terminated: expected a mapping, got a string",)),
+    "an exit code a list": (
+        _edit(lambda p: p["status"].update(initContainerStatuses=[
+            {"name": "x", "lastState": {"terminated": {"exitCode": [1]}}}])),
+        ("status.initContainerStatuses[0].lastState.terminated.exitCode: expected an integer",)),
+    "a node selector term a string": (
+        _edit(_set("spec", "affinity", value={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": ["gpu"]}}})),
+        ("nodeSelectorTerms[0]: expected a mapping, got a string",)),
+    "a spread's skew a string": (
+        _edit(_set("spec", "topologySpreadConstraints", value=[
+            {"maxSkew": "1", "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}])),
+        ("spec.topologySpreadConstraints[0].maxSkew: expected an integer, got a string",)),
 }  # fmt: skip
 
 
@@ -311,3 +327,22 @@ def test_objects_of_an_api_version_the_engine_does_not_read_make_their_kind_unkn
     [unread] = report["unread"]
     assert unread["fault"] == "not-in-snapshot" and unread["resource"] == "resourcequotas"
     assert "the snapshot's ResourceQuota objects are v2" in unread["message"]
+
+
+def test_odd_shapes_the_engine_does_not_read_are_judged_as_they_are(tmp_path: Path) -> None:
+    """A container without an image (`image: null`), and fields the cache would slim away
+    given shapes no API server stores: the pod is judged, not a traceback; `--snapshot`
+    keeps such an object whole rather than failing to slim it."""
+    objs = items()
+    pod = the_pod(objs)
+    pod["spec"]["containers"][0]["image"] = None
+    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "x": {"y": [1]}}]
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj is not pod:
+            obj["spec"]["containers"][0]["image"] = None
+            obj["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "x", "uid": "u"}]
+            obj.setdefault("status", {})["containerStatuses"] = [
+                {"name": "c", "state": {"running": {"startedAt": 5}}, "imageID": 7}
+            ]
+    code, out, err = run(write(tmp_path, objs))
+    assert code in (0, 1) and "pod research/llama-eval-0" in out, err

@@ -59,10 +59,22 @@ class _Condition(TypedDict, total=False):
     lastHeartbeatTime: str | None
 
 
+class _ClaimUse(TypedDict, total=False):
+    name: str
+    request: str | None
+
+
 class _ResourceRequirements(TypedDict, total=False):
     requests: Resources
     limits: Resources
-    claims: list[dict[str, Any]] | None
+    claims: list[_ClaimUse] | None
+
+
+class _Port(TypedDict, total=False):
+    containerPort: int
+    hostPort: int | None
+    hostIP: str | None
+    protocol: str | None
 
 
 class _Container(TypedDict, total=False):
@@ -70,7 +82,34 @@ class _Container(TypedDict, total=False):
     image: str | None
     resources: _ResourceRequirements | None
     restartPolicy: str | None
-    ports: list[dict[str, Any]] | None
+    ports: list[_Port] | None
+
+
+class _ClaimSource(TypedDict, total=False):
+    resourceClaimName: str | None
+    resourceClaimTemplateName: str | None
+
+
+class _PodClaim(TypedDict, total=False):
+    name: str
+    resourceClaimName: str | None
+    resourceClaimTemplateName: str | None
+    source: _ClaimSource | None
+
+
+class _Named(TypedDict, total=False):
+    name: str
+
+
+class _ClaimRef(TypedDict, total=False):
+    claimName: str
+    readOnly: bool | None
+
+
+class _Volume(TypedDict, total=False):
+    name: str
+    persistentVolumeClaim: _ClaimRef | None
+    ephemeral: dict[str, Any] | None
 
 
 class _Toleration(TypedDict, total=False):
@@ -81,10 +120,76 @@ class _Toleration(TypedDict, total=False):
     tolerationSeconds: int | None
 
 
+class _Requirement(TypedDict, total=False):
+    key: str
+    operator: str
+    values: list[str] | None
+
+
+class _NodeSelectorTerm(TypedDict, total=False):
+    matchExpressions: list[_Requirement] | None
+    matchFields: list[_Requirement] | None
+
+
+class _NodeSelector(TypedDict, total=False):
+    nodeSelectorTerms: list[_NodeSelectorTerm] | None
+
+
+class _PreferredTerm(TypedDict, total=False):
+    weight: int
+    preference: _NodeSelectorTerm | None
+
+
+class _NodeAffinity(TypedDict, total=False):
+    requiredDuringSchedulingIgnoredDuringExecution: _NodeSelector | None
+    preferredDuringSchedulingIgnoredDuringExecution: list[_PreferredTerm] | None
+
+
+class _LabelSelector(TypedDict, total=False):
+    matchLabels: Labels
+    matchExpressions: list[_Requirement] | None
+
+
+class _PodAffinityTerm(TypedDict, total=False):
+    labelSelector: _LabelSelector | None
+    namespaceSelector: _LabelSelector | None
+    namespaces: list[str] | None
+    topologyKey: str
+    matchLabelKeys: list[str] | None
+    mismatchLabelKeys: list[str] | None
+
+
+class _WeightedPodAffinityTerm(TypedDict, total=False):
+    weight: int
+    podAffinityTerm: _PodAffinityTerm | None
+
+
+class _PodAffinity(TypedDict, total=False):
+    requiredDuringSchedulingIgnoredDuringExecution: list[_PodAffinityTerm] | None
+    preferredDuringSchedulingIgnoredDuringExecution: list[_WeightedPodAffinityTerm] | None
+
+
+class _Affinity(TypedDict, total=False):
+    nodeAffinity: _NodeAffinity | None
+    podAffinity: _PodAffinity | None
+    podAntiAffinity: _PodAffinity | None
+
+
+class _SpreadConstraint(TypedDict, total=False):
+    maxSkew: int
+    topologyKey: str
+    whenUnsatisfiable: str
+    labelSelector: _LabelSelector | None
+    minDomains: int | None
+    nodeAffinityPolicy: str | None
+    nodeTaintsPolicy: str | None
+    matchLabelKeys: list[str] | None
+
+
 class _PodSpec(TypedDict, total=False):
     nodeName: str | None
     nodeSelector: Labels
-    affinity: dict[str, Any] | None
+    affinity: _Affinity | None
     tolerations: list[_Toleration] | None
     containers: list[_Container] | None
     initContainers: list[_Container] | None
@@ -93,17 +198,34 @@ class _PodSpec(TypedDict, total=False):
     priorityClassName: str | None
     preemptionPolicy: str | None
     runtimeClassName: str | None
-    schedulingGates: list[dict[str, Any]] | None
-    resourceClaims: list[dict[str, Any]] | None
+    schedulingGates: list[_Named] | None
+    resourceClaims: list[_PodClaim] | None
     schedulerName: str | None
-    topologySpreadConstraints: list[dict[str, Any]] | None
-    volumes: list[dict[str, Any]] | None
+    topologySpreadConstraints: list[_SpreadConstraint] | None
+    volumes: list[_Volume] | None
+
+
+class _Waiting(TypedDict, total=False):
+    reason: str | None
+    message: str | None
+
+
+class _Terminated(TypedDict, total=False):
+    exitCode: int | None
+    reason: str | None
+    message: str | None
+
+
+class _State(TypedDict, total=False):
+    running: dict[str, Any] | None
+    waiting: _Waiting | None
+    terminated: _Terminated | None
 
 
 class _ContainerStatus(TypedDict, total=False):
     name: str
-    state: dict[str, Any] | None
-    lastState: dict[str, Any] | None
+    state: _State | None
+    lastState: _State | None
     ready: bool | None
     restartCount: int | None
 

@@ -36,7 +36,7 @@ def pod_component(pod: Obj) -> tuple[str, str] | None:
     """(stack, role) of a pod judged by its own labels and name (no DaemonSet to go by)."""
     lab = labels(pod)
     name = name_of(pod)
-    images = [c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    images = [c.get("image") or "" for c in (pod.get("spec") or {}).get("containers") or []]
     found = component(name, lab, (), images)
     if found is not None:
         return found
@@ -71,7 +71,7 @@ class Component:
     def of_daemonset(cls, ds: Obj) -> Component | None:
         owners = [str(r.get("kind")) for r in meta(ds).get("ownerReferences") or []]
         tpl = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        images = [c.get("image", "") for c in tpl.get("containers") or []]
+        images = [c.get("image") or "" for c in tpl.get("containers") or []]
         tpl_meta = ((ds.get("spec") or {}).get("template") or {}).get("metadata") or {}
         lab = {**(tpl_meta.get("labels") or {}), **labels(ds)}
         found = component(name_of(ds), lab, owners, images)
