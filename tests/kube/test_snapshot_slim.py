@@ -5,6 +5,7 @@ equal, and so is the snapshot's age (the newest node heartbeat, which the slim n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from bench.goldens import KINDS, snapshots
 from gpu_triage.sources import open_source
 from triage import triage
-from triage.cluster.objects import name_of, ns_of
+from triage.cluster.objects import Obj, name_of, ns_of
 from triage.cluster.snapshot import load_snapshot
 from triage.cluster.source import MalformedSnapshotError
 from triage.fleet import sweep
@@ -57,3 +58,22 @@ def test_two_copies_that_differ_in_what_is_read_are_still_refused(tmp_path: Path
     )
     with pytest.raises(MalformedSnapshotError, match="appears twice with different contents"):
         open_source(snapshot=str(one))
+
+
+def test_an_object_the_projection_cannot_slim_is_kept_whole() -> None:
+    """A shape the projection does not expect (a snapshot edited by hand) leaves the object
+    whole: judged as it would be without the projection, never a traceback."""
+    path = Path(__file__).parents[1] / "fixtures" / "resourcequota-exceeded.yaml"
+
+    def fragile(kind: str) -> Callable[[Obj], Obj]:
+        def slim(obj: Obj) -> Obj:
+            if kind == "Pod":
+                raise TypeError("an odd shape")
+            return obj
+
+        return slim
+
+    whole = load_snapshot(path)
+    kept = load_snapshot(path, project=fragile)
+    assert kept.objects("Pod") == whole.objects("Pod")
+    assert sweep(kept, now=NOW).model_dump() == sweep(whole, now=NOW).model_dump()

@@ -265,7 +265,7 @@ def read_snapshot(path: str | Path, *, project: Projections | None = None) -> Lo
                 if kind == "Node":
                     observed = max(filter(None, (observed, newest_heartbeat([obj]))), default=None)
                 if project is not None:
-                    obj = project(kind)(obj)
+                    obj = _projected(project, kind, obj)
                 first = seen.get(key)
                 if first is None:
                     seen[key] = (obj, f)
@@ -296,6 +296,16 @@ def read_snapshot(path: str | Path, *, project: Projections | None = None) -> Lo
     out.cluster = manifest.cluster if manifest else None
     out.observed = observed
     return out
+
+
+def _projected(project: Projections, kind: str, obj: Obj) -> Obj:
+    """What `project` keeps of `obj`; the object whole when its shape is one the projection
+    does not expect (a snapshot edited by hand: fields the engine does not read, of odd types),
+    so that it is judged as it would be whole."""
+    try:
+        return project(kind)(obj)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        return obj
 
 
 def _manifest(obj: Obj, f: Path) -> Manifest:
