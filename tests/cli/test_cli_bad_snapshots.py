@@ -346,3 +346,38 @@ def test_odd_shapes_the_engine_does_not_read_are_judged_as_they_are(tmp_path: Pa
             ]
     code, out, err = run(write(tmp_path, objs))
     assert code in (0, 1) and "pod research/llama-eval-0" in out, err
+
+
+def _first(kind: str, change: Callable[[dict[str, Any]], None]) -> Callable[[list[Any]], None]:
+    def edit(objs: list[Any]) -> None:
+        change(next(o for o in objs if o["kind"] == kind))
+
+    return edit
+
+
+# Other kinds the engine walks, damaged: each was an `internal error` before it was checked.
+OTHER_KINDS: dict[str, tuple[str, Callable[[list[Any]], None], str]] = {
+    "a LimitRange's max a list": ("limitrange-gpu-max.yaml", _first(
+        "LimitRange", lambda o: o["spec"]["limits"][0].update(max=[1])),
+        "LimitRange team-nlp/gpu-per-container: spec.limits[0].max: expected a mapping, got a list"),
+    "a device's capacity a list": ("dra-other-driver.yaml", _first(
+        "ResourceSlice", lambda o: o["spec"]["devices"][0].update(capacity=[1])),
+        "spec.devices[0].capacity: expected a mapping, got a list"),
+    "a ClusterPolicy's driver a string": ("volume-zone-conflict.yaml", _first(
+        "ClusterPolicy", lambda o: o["spec"].update(driver="on")),
+        "spec.driver: expected a mapping, got a string"),
+    "a NodePool requirement's values a number": ("karpenter-no-instance-type.yaml", _first(
+        "NodePool", lambda o: o["spec"]["template"]["spec"]["requirements"][0].update(values=3)),
+        "spec.template.spec.requirements[0].values: expected a list, got an integer"),
+    "a ClusterQueue's conditions a number": ("usable-node-but-gated.yaml", _first(
+        "ClusterQueue", lambda o: o.setdefault("status", {}).update(conditions=7)),
+        "status.conditions: expected a list, got an integer"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_KINDS))
+def test_other_kinds_damaged_are_one_line_errors(tmp_path: Path, case: str) -> None:
+    fixture, edit, needle = OTHER_KINDS[case]
+    objs = items(FIXTURES / fixture)
+    edit(objs)
+    refused(tmp_path, write(tmp_path, objs), "snap.yaml: ", needle)

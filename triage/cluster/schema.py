@@ -328,8 +328,209 @@ class _Event(TypedDict, total=False):
     eventTime: str | None
 
 
+class _OtherStatus(TypedDict, total=False):
+    conditions: list[_Condition] | None
+
+
 class _Other(TypedDict, total=False):
     spec: dict[str, Any] | None
+    status: _OtherStatus | None
+
+
+class _LimitItem(TypedDict, total=False):
+    type: str | None
+    max: Resources
+    min: Resources
+    default: Resources
+    defaultRequest: Resources
+    maxLimitRequestRatio: Resources
+
+
+class _LimitRangeSpec(TypedDict, total=False):
+    limits: list[_LimitItem] | None
+
+
+class _LimitRange(TypedDict, total=False):
+    spec: _LimitRangeSpec | None
+
+
+class _DeviceBasic(TypedDict, total=False):
+    attributes: dict[str, dict[str, Any]] | None
+    capacity: dict[str, Any] | None
+
+
+class _Device(TypedDict, total=False):
+    name: str
+    attributes: dict[str, dict[str, Any]] | None
+    capacity: dict[str, Any] | None
+    basic: _DeviceBasic | None
+
+
+class _Pool(TypedDict, total=False):
+    name: str
+    generation: int | None
+    resourceSliceCount: int | None
+
+
+class _SliceSpec(TypedDict, total=False):
+    driver: str
+    pool: _Pool | None
+    nodeName: str | None
+    nodeSelector: _NodeSelector | None
+    allNodes: bool | None
+    devices: list[_Device] | None
+
+
+class _ResourceSlice(TypedDict, total=False):
+    spec: _SliceSpec | None
+
+
+class _DeviceRequest(TypedDict, total=False):
+    name: str
+    deviceClassName: str | None
+    count: int | None
+    allocationMode: str | None
+    selectors: list[dict[str, Any]] | None
+    exactly: dict[str, Any] | None
+    firstAvailable: list[dict[str, Any]] | None
+
+
+class _DeviceClaim(TypedDict, total=False):
+    requests: list[_DeviceRequest] | None
+    constraints: list[dict[str, Any]] | None
+    config: list[dict[str, Any]] | None
+
+
+class _ClaimSpec(TypedDict, total=False):
+    devices: _DeviceClaim | None
+
+
+class _ClaimStatus(TypedDict, total=False):
+    allocation: dict[str, Any] | None
+    reservedFor: list[dict[str, Any]] | None
+
+
+class _ResourceClaim(TypedDict, total=False):
+    spec: _ClaimSpec | None
+    status: _ClaimStatus | None
+
+
+class _ClaimTemplateSpec(TypedDict, total=False):
+    spec: _ClaimSpec | None
+
+
+class _ResourceClaimTemplate(TypedDict, total=False):
+    spec: _ClaimTemplateSpec | None
+
+
+class _PodSet(TypedDict, total=False):
+    name: str
+    count: int | None
+    template: _Template | None
+
+
+class _KueueWorkloadSpec(TypedDict, total=False):
+    queueName: str | None
+    podSets: list[_PodSet] | None
+    priority: int | None
+    priorityClassName: str | None
+
+
+class _KueueWorkload(TypedDict, total=False):
+    spec: _KueueWorkloadSpec | None
+    status: _OtherStatus | None
+
+
+class _FlavorResource(TypedDict, total=False):
+    name: str
+    nominalQuota: Quantity | None
+    borrowingLimit: Quantity | None
+    lendingLimit: Quantity | None
+    total: Quantity | None
+    borrowed: Quantity | None
+
+
+class _Flavor(TypedDict, total=False):
+    name: str
+    resources: list[_FlavorResource] | None
+
+
+class _ResourceGroup(TypedDict, total=False):
+    coveredResources: list[str] | None
+    flavors: list[_Flavor] | None
+
+
+class _ClusterQueueSpec(TypedDict, total=False):
+    cohort: str | None
+    resourceGroups: list[_ResourceGroup] | None
+    namespaceSelector: _LabelSelector | None
+
+
+class _ClusterQueueStatus(TypedDict, total=False):
+    conditions: list[_Condition] | None
+    flavorsUsage: list[_Flavor] | None
+    flavorsReservation: list[_Flavor] | None
+
+
+class _ClusterQueue(TypedDict, total=False):
+    spec: _ClusterQueueSpec | None
+    status: _ClusterQueueStatus | None
+
+
+class _LocalQueueSpec(TypedDict, total=False):
+    clusterQueue: str | None
+
+
+class _LocalQueue(TypedDict, total=False):
+    spec: _LocalQueueSpec | None
+    status: _OtherStatus | None
+
+
+class _NodeRequirement(TypedDict, total=False):
+    key: str
+    operator: str
+    values: list[str] | None
+    minValues: int | None
+
+
+class _NodeClaimTemplateSpec(TypedDict, total=False):
+    requirements: list[_NodeRequirement] | None
+    taints: list[_Taint] | None
+    startupTaints: list[_Taint] | None
+
+
+class _NodeClaimTemplate(TypedDict, total=False):
+    metadata: _Meta | None
+    spec: _NodeClaimTemplateSpec | None
+
+
+class _NodePoolSpec(TypedDict, total=False):
+    template: _NodeClaimTemplate | None
+    limits: Resources
+
+
+class _NodePool(TypedDict, total=False):
+    spec: _NodePoolSpec | None
+    status: _OtherStatus | None
+
+
+class _NodeClaim(TypedDict, total=False):
+    spec: _NodeClaimTemplateSpec | None
+    status: _OtherStatus | None
+
+
+class _ClusterPolicySpec(TypedDict, total=False):
+    operator: dict[str, Any] | None
+    driver: dict[str, Any] | None
+    toolkit: dict[str, Any] | None
+    devicePlugin: dict[str, Any] | None
+    gfd: dict[str, Any] | None
+    dcgmExporter: dict[str, Any] | None
+    migManager: dict[str, Any] | None
+
+
+class _ClusterPolicy(TypedDict, total=False):
+    spec: _ClusterPolicySpec | None
     status: dict[str, Any] | None
 
 
@@ -345,6 +546,16 @@ _BODY: dict[str, type] = {
     "ResourceQuota": _Quota,
     "Event": _Event,
     **dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet"), _Workload),
+    "LimitRange": _LimitRange,
+    "ResourceSlice": _ResourceSlice,
+    "ResourceClaim": _ResourceClaim,
+    "ResourceClaimTemplate": _ResourceClaimTemplate,
+    "Workload": _KueueWorkload,
+    "ClusterQueue": _ClusterQueue,
+    "LocalQueue": _LocalQueue,
+    "NodePool": _NodePool,
+    "NodeClaim": _NodeClaim,
+    "ClusterPolicy": _ClusterPolicy,
 }
 # The place of every resource map a kind carries: (path from the object, what it is).
 _RESOURCE_MAPS: dict[str, tuple[tuple[str, ...], ...]] = {
