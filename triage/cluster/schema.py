@@ -486,10 +486,7 @@ class _LocalQueue(TypedDict, total=False):
     status: _OtherStatus | None
 
 
-class _NodeRequirement(TypedDict, total=False):
-    key: str
-    operator: str
-    values: list[str] | None
+class _NodeRequirement(_Requirement, total=False):
     minValues: int | None
 
 
