@@ -46,7 +46,7 @@ def ns_of(obj: Obj) -> str:
         ns = m.get("namespace", "")
         if type(ns) is str:
             return ns
-    return str(meta(obj).get("namespace", ""))
+    return str(meta(obj).get("namespace") or "")  # `namespace: null`: none, not "None"
 
 
 def labels(obj: Obj) -> dict[str, str]:

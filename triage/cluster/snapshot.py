@@ -339,6 +339,11 @@ def _checked(obj: Obj, f: Path) -> str | None:
         check(obj)
     except (InvalidObjectError, TooComplexError) as e:
         raise MalformedSnapshotError(f"{f}: {_name(obj)}: {e}") from e
+    if ALL_KINDS[kind].namespaced and not obj["metadata"].get("namespace"):
+        # A manifest, not what a cluster printed: which namespace it is in is not known.
+        raise MalformedSnapshotError(
+            f"{f}: {_name(obj)}: metadata.namespace: missing ({kind} objects live in one)"
+        )
     return kind
 
 
