@@ -369,6 +369,14 @@ OTHER_KINDS: dict[str, tuple[str, Callable[[list[Any]], None], str]] = {
     "a NodePool requirement's values a number": ("karpenter-no-instance-type.yaml", _first(
         "NodePool", lambda o: o["spec"]["template"]["spec"]["requirements"][0].update(values=3)),
         "spec.template.spec.requirements[0].values: expected a list, got an integer"),
+    "a volume's node affinity values nested": ("volume-zone-conflict.yaml", _first(
+        "PersistentVolume", lambda o: o["spec"].update(nodeAffinity={"required": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": [["a"]]}]}]}})),
+        "matchExpressions[0].values[0]: expected a string, got a list"),
+    "a pod without a namespace": ("selector-mismatch.yaml", _first(
+        "Pod", lambda o: o["metadata"].pop("namespace")),
+        "metadata.namespace: missing (Pod objects live in one)"),
     "a ClusterQueue's conditions a number": ("usable-node-but-gated.yaml", _first(
         "ClusterQueue", lambda o: o.setdefault("status", {}).update(conditions=7)),
         "status.conditions: expected a list, got an integer"),

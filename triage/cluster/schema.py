@@ -516,6 +516,117 @@ class _NodeClaim(TypedDict, total=False):
     status: _OtherStatus | None
 
 
+class _PVSpec(TypedDict, total=False):
+    capacity: Resources
+    storageClassName: str | None
+    nodeAffinity: _PVNodeAffinity | None
+    claimRef: dict[str, Any] | None
+    csi: dict[str, Any] | None
+
+
+class _PVNodeAffinity(TypedDict, total=False):
+    required: _NodeSelector | None
+
+
+class _PersistentVolume(TypedDict, total=False):
+    spec: _PVSpec | None
+    status: dict[str, Any] | None
+
+
+class _PVCSpec(TypedDict, total=False):
+    storageClassName: str | None
+    volumeName: str | None
+    resources: _ResourceRequirements | None
+    accessModes: list[str] | None
+
+
+class _PVCStatus(TypedDict, total=False):
+    phase: str | None
+    conditions: list[_Condition] | None
+
+
+class _PersistentVolumeClaim(TypedDict, total=False):
+    spec: _PVCSpec | None
+    status: _PVCStatus | None
+
+
+class _TopologyRequirement(TypedDict, total=False):
+    key: str
+    values: list[str] | None
+
+
+class _TopologyTerm(TypedDict, total=False):
+    matchLabelExpressions: list[_TopologyRequirement] | None
+
+
+class _StorageClass(TypedDict, total=False):
+    provisioner: str
+    volumeBindingMode: str | None
+    allowedTopologies: list[_TopologyTerm] | None
+    parameters: Labels
+
+
+class _CSIDriverOnNode(TypedDict, total=False):
+    name: str
+    nodeID: str | None
+    allocatable: dict[str, int | None] | None
+    topologyKeys: list[str] | None
+
+
+class _CSINodeSpec(TypedDict, total=False):
+    drivers: list[_CSIDriverOnNode] | None
+
+
+class _CSINode(TypedDict, total=False):
+    spec: _CSINodeSpec | None
+
+
+class _RuntimeScheduling(TypedDict, total=False):
+    nodeSelector: Labels
+    tolerations: list[_Toleration] | None
+
+
+class _Overhead(TypedDict, total=False):
+    podFixed: Resources
+
+
+class _RuntimeClass(TypedDict, total=False):
+    handler: str
+    scheduling: _RuntimeScheduling | None
+    overhead: _Overhead | None
+
+
+class _PriorityClass(TypedDict, total=False):
+    value: int
+    globalDefault: bool | None
+    preemptionPolicy: str | None
+
+
+class _Webhook(TypedDict, total=False):
+    name: str
+    failurePolicy: str | None
+    rules: list[dict[str, Any]] | None
+    namespaceSelector: _LabelSelector | None
+    objectSelector: _LabelSelector | None
+    matchConditions: list[dict[str, Any]] | None
+
+
+class _WebhookConfiguration(TypedDict, total=False):
+    webhooks: list[_Webhook] | None
+
+
+class _DeviceSelector(TypedDict, total=False):
+    cel: dict[str, Any] | None
+
+
+class _DeviceClassSpec(TypedDict, total=False):
+    selectors: list[_DeviceSelector] | None
+
+
+class _DeviceClass(TypedDict, total=False):
+    spec: _DeviceClassSpec | None
+
+
 class _ClusterPolicySpec(TypedDict, total=False):
     operator: dict[str, Any] | None
     driver: dict[str, Any] | None
@@ -553,6 +664,14 @@ _BODY: dict[str, type] = {
     "NodePool": _NodePool,
     "NodeClaim": _NodeClaim,
     "ClusterPolicy": _ClusterPolicy,
+    "PersistentVolume": _PersistentVolume,
+    "PersistentVolumeClaim": _PersistentVolumeClaim,
+    "StorageClass": _StorageClass,
+    "CSINode": _CSINode,
+    "RuntimeClass": _RuntimeClass,
+    "PriorityClass": _PriorityClass,
+    "ValidatingWebhookConfiguration": _WebhookConfiguration,
+    "DeviceClass": _DeviceClass,
 }
 # The place of every resource map a kind carries: (path from the object, what it is).
 _RESOURCE_MAPS: dict[str, tuple[tuple[str, ...], ...]] = {
