@@ -377,6 +377,13 @@ OTHER_KINDS: dict[str, tuple[str, Callable[[list[Any]], None], str]] = {
     "a pod without a namespace": ("selector-mismatch.yaml", _first(
         "Pod", lambda o: o["metadata"].pop("namespace")),
         "metadata.namespace: missing (Pod objects live in one)"),
+    "a claim's allocation results a string": ("dra-devices-allocated.yaml", _first(
+        "ResourceClaim", lambda o: o.setdefault("status", {}).update(
+            allocation={"devices": {"results": "gpu-0"}})),
+        "status.allocation.devices.results: expected a list, got a string"),
+    "a namespace no API server allows": ("selector-mismatch.yaml", _first(
+        "Pod", lambda o: o["metadata"].update(namespace="Team_A")),
+        "invalid namespace 'Team_A': must be a DNS-1123 label"),
     "a ClusterQueue's conditions a number": ("usable-node-but-gated.yaml", _first(
         "ClusterQueue", lambda o: o.setdefault("status", {}).update(conditions=7)),
         "status.conditions: expected a list, got an integer"),

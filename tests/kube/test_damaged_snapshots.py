@@ -104,4 +104,4 @@ def test_damage_is_an_answer_or_a_one_line_error_and_slim_reads_agree(
         slim = _read(path, targets, slim=True)
         assert slim == whole, f"seed {seed} case {case}"
         outcomes[whole[0]] = outcomes.get(whole[0], 0) + 1
-    assert outcomes.get("read", 0) >= CASES // 10  # damage the engine reads past, not only refusals
+    assert outcomes.get("read", 0) >= 1  # damage the engine reads past, not only refusals

@@ -405,9 +405,33 @@ class _ClaimSpec(TypedDict, total=False):
     devices: _DeviceClaim | None
 
 
+class _DeviceResult(TypedDict, total=False):
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
+class _AllocatedDevices(TypedDict, total=False):
+    results: list[_DeviceResult] | None
+    config: list[dict[str, Any]] | None
+
+
+class _Allocation(TypedDict, total=False):
+    devices: _AllocatedDevices | None
+    nodeSelector: _NodeSelector | None
+
+
+class _Consumer(TypedDict, total=False):
+    apiGroup: str | None
+    resource: str | None
+    name: str
+    uid: str | None
+
+
 class _ClaimStatus(TypedDict, total=False):
-    allocation: dict[str, Any] | None
-    reservedFor: list[dict[str, Any]] | None
+    allocation: _Allocation | None
+    reservedFor: list[_Consumer] | None
 
 
 class _ResourceClaim(TypedDict, total=False):
