@@ -4,6 +4,7 @@ hangs, or ends in a traceback; none is silently judged."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -374,16 +375,10 @@ OTHER_KINDS: dict[str, tuple[str, Callable[[list[Any]], None], str]] = {
             "nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "zone", "operator": "In", "values": [["a"]]}]}]}})),
         "matchExpressions[0].values[0]: expected a string, got a list"),
-    "a pod without a namespace": ("selector-mismatch.yaml", _first(
-        "Pod", lambda o: o["metadata"].pop("namespace")),
-        "metadata.namespace: missing (Pod objects live in one)"),
     "a claim's allocation results a string": ("dra-devices-allocated.yaml", _first(
         "ResourceClaim", lambda o: o.setdefault("status", {}).update(
             allocation={"devices": {"results": "gpu-0"}})),
         "status.allocation.devices.results: expected a list, got a string"),
-    "a namespace no API server allows": ("selector-mismatch.yaml", _first(
-        "Pod", lambda o: o["metadata"].update(namespace="Team_A")),
-        "invalid namespace 'Team_A': must be a DNS-1123 label"),
     "a ClusterQueue's conditions a number": ("usable-node-but-gated.yaml", _first(
         "ClusterQueue", lambda o: o.setdefault("status", {}).update(conditions=7)),
         "status.conditions: expected a list, got an integer"),
@@ -396,3 +391,29 @@ def test_other_kinds_damaged_are_one_line_errors(tmp_path: Path, case: str) -> N
     objs = items(FIXTURES / fixture)
     edit(objs)
     refused(tmp_path, write(tmp_path, objs), "snap.yaml: ", needle)
+
+
+def test_pods_of_no_namespace_or_a_bad_one_are_named_and_the_rest_judged(
+    tmp_path: Path,
+) -> None:
+    """A manifest's pod without a namespace, a pod in a namespace no API server allows: the
+    sweep names each among what it could not triage and judges every other workload; a pod
+    elsewhere is triaged as before."""
+    objs = items()
+    strays = [copy.deepcopy(the_pod(objs)) for _ in range(2)]
+    strays[0]["metadata"].pop("namespace")
+    strays[0]["metadata"]["name"] = "stray-0"
+    strays[1]["metadata"].update(namespace="Team_A", name="stray-1")
+    for stray in strays:
+        stray["metadata"].pop("ownerReferences", None)
+    path = write(tmp_path, [*objs, *strays])
+    proc = subprocess.run([str(BIN), "pending", "-A", "--snapshot", str(path), "-o", "json"],
+                          capture_output=True, text=True, timeout=SECONDS)  # fmt: skip
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    swept = json.loads(proc.stdout)
+    errors = "\n".join(swept["errors"])
+    assert "(no namespace)/stray-0: namespace is empty" in errors
+    assert "Team_A/stray-1: invalid namespace 'Team_A'" in errors
+    assert any(m["name"] == "llama-eval" for g in swept["groups"] for m in g["members"]), swept
+    code, out, err = run(path)  # the pod of a namespace that is one
+    assert code == 0 and "llama-eval-0" in out, err

@@ -47,7 +47,6 @@ from triage.cluster.memory import MemorySource, newest_heartbeat
 from triage.cluster.objects import Obj
 from triage.cluster.schema import InvalidObjectError, check
 from triage.cluster.source import ALL_KINDS, NAMED, MalformedSnapshotError
-from triage.names import InvalidNameError, validate_name, validate_namespace
 
 SUFFIXES = (".yaml", ".yml", ".json")
 MAX_FILES = 10_000
@@ -340,29 +339,7 @@ def _checked(obj: Obj, f: Path) -> str | None:
         check(obj)
     except (InvalidObjectError, TooComplexError) as e:
         raise MalformedSnapshotError(f"{f}: {_name(obj)}: {e}") from e
-    _check_names(obj, kind, f)
     return kind
-
-
-# The kinds a triage names (a pod or its workload): their names are DNS-1123 subdomains.
-_NAMED_BY_USERS = ("Pod", "Job", "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")
-
-
-def _check_names(obj: Obj, kind: str, f: Path) -> None:
-    """A namespaced object's namespace, and the name of what a triage is asked about, as the
-    API server allows them: a sweep resolves each stuck workload by them."""
-    meta = obj["metadata"]
-    namespace = meta.get("namespace")
-    try:
-        if ALL_KINDS[kind].namespaced:
-            if not namespace:  # a manifest, not what a cluster printed
-                raise InvalidNameError(f"metadata.namespace: missing ({kind} objects live in one)")
-            validate_namespace(str(namespace))
-        if kind in _NAMED_BY_USERS:
-            validate_name(str(meta.get("name")), what=f"{kind} name")
-    except InvalidNameError as e:
-        shown = "" if not namespace or len(str(namespace)) > 63 else f"{namespace}/"
-        raise MalformedSnapshotError(f"{f}: {kind} {shown}{str(meta.get('name'))[:80]}: {e}") from e
 
 
 def load_objects(path: str | Path) -> list[Obj]:

@@ -36,6 +36,7 @@ from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.shared import shapes_in, shared_evaluation
 from triage.model import Answer, Layer, TriageVerdict, shared_fields
+from triage.names import InvalidNameError
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
 from triage.vendors.nvidia import PRODUCT
@@ -263,6 +264,9 @@ class _Run:
             raise  # the command is over: no workload after this one could be read either
         except SourceError as e:
             self.errors.append(f"{item.namespace}/{item.name}: {e}")
+            return
+        except InvalidNameError as e:  # a snapshot's object no API server would store
+            self.errors.append(f"{item.namespace or '(no namespace)'}/{item.name}: {e}")
             return
         finally:
             state.log = None
