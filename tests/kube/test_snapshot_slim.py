@@ -77,3 +77,16 @@ def test_an_object_the_projection_cannot_slim_is_kept_whole() -> None:
     kept = load_snapshot(path, project=fragile)
     assert kept.objects("Pod") == whole.objects("Pod")
     assert sweep(kept, now=NOW).model_dump() == sweep(whole, now=NOW).model_dump()
+
+
+@pytest.mark.parametrize("path", snapshots(), ids=lambda p: p.name)
+def test_node_verification_and_preflight_read_slim_answer_as_read_whole(path: Path) -> None:
+    """`verify-node(s)` and `preflight` on a snapshot read as the CLI reads it."""
+    from triage.verify.node import verify_nodes
+    from triage.verify.preflight import preflight
+
+    whole, slim = load_snapshot(path), open_source(snapshot=str(path))
+    assert [r.model_dump() for r in verify_nodes(slim)] == [
+        r.model_dump() for r in verify_nodes(whole)
+    ]
+    assert preflight(slim).model_dump() == preflight(whole).model_dump()
