@@ -38,6 +38,7 @@ from kube.transport import Read, mapped, send
 from triage.cluster.coverage import ACROSS_NAMESPACES, KindRecord, Manifest
 from triage.cluster.kinds import KINDS, NAMED
 from triage.cluster.objects import Obj
+from triage.cluster.snapshot import json_values
 from triage.cluster.source import ForbiddenError, ReadFailedError
 
 LOG_LINES = 500  # the tail of each log
@@ -104,7 +105,7 @@ class Part:
     size: int = 0
     count: int = 0
     end: int = -1
-    values: int = 0  # as a reader counts them (`triage.cluster.snapshot.values_in`)
+    values: int = 0  # as a reader counts them (`triage.cluster.snapshot.json_values`)
     crc: int = 0  # CRC-32 of its items, uncompressed (`kube.gzjoin`)
 
 
@@ -193,7 +194,7 @@ class Spool:
             data = LIST_SEPARATOR + data
         part.count += 1
         part.size += len(data)
-        part.values += data.count(b",") + data.count(b"{") + data.count(b"[")
+        part.values += json_values(data)
         part.crc = zlib.crc32(data, part.crc)
         self.count += 1
         if self._zip is not None:
