@@ -90,10 +90,8 @@ class _ClaimSource(TypedDict, total=False):
     resourceClaimTemplateName: str | None
 
 
-class _PodClaim(TypedDict, total=False):
+class _PodClaim(_ClaimSource, total=False):  # the source's fields, or (DRA alpha) under it
     name: str
-    resourceClaimName: str | None
-    resourceClaimTemplateName: str | None
     source: _ClaimSource | None
 
 
