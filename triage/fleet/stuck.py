@@ -129,15 +129,16 @@ class _Owners:
         return (ns, name) in names
 
     def wanting(self, kind: str, ns: str | None) -> list[Obj]:
-        """The workloads of `kind` to look at for want of pods: those the source files as
-        wanting pods (`WORKLOAD_OPEN`, kept by the watches) when the scope is the cluster,
-        else every one read."""
+        """The workloads of `kind` that want pods (`wants_pods`), to look at for want of
+        pods: as the source files them (`WORKLOAD_OPEN`, kept by the watches) when the scope
+        is the cluster, else those read. (At 20,000 nodes, asking each of 72,000 open Jobs
+        again cost 25 ms a sweep.)"""
         read = self.by_kind[kind]
         if ns is None and read and (kind, WORKLOAD_OPEN) in INDEXERS:
             found = self._source.indexed(kind, WORKLOAD_OPEN, ANY)
             if found is not None:
                 return found
-        return read
+        return [w for w in read if wants_pods(w)]
 
     def of(self, pod: Obj) -> tuple[str, str]:
         ref, ns = owner(pod), ns_of(pod)
@@ -198,7 +199,7 @@ def stuck_workloads(
         for (kind, name), by_place in places.items():
             _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            wanting = [w for w in owners.wanting(kind, ns) if wants_pods(w)]
+            wanting = owners.wanting(kind, ns)
             keys = [(ns_of(w), kind, name_of(w)) for w in wanting]
             for w, has in zip(wanting, owners_with_pods(source, keys), strict=True):
                 if not has:  # its pods, if stuck, were counted above
