@@ -87,7 +87,7 @@ def check(ctx: Context) -> CheckResult:
         events=ctx.pod_events,
         now=ctx.now,
         reads=_scaling_reads(ctx, pod),
-        sides=not ctx.verdict_only,
+        verdict_only=ctx.verdict_only,
     )
     if pod_level:  # it explains the scheduler's refusal: the message is evidence, not a cause
         signals = [s for s in signals if s.code != REPORTED]

@@ -91,16 +91,19 @@ def scheduling_signals(
     events: list[Event],
     now: datetime | None = None,
     reads: ScalingReads = NO_READS,
-    sides: bool = True,
+    verdict_only: bool = False,
 ) -> list[Signal]:
-    """The scheduling layer's signals for a pod without a node. `sides` False leaves out the
-    side findings on nodes the pod could never use (which never block: a verdict alone needs
-    none of them, and a sweep would carry one per broken node through every triage)."""
+    """The scheduling layer's signals for a pod without a node. `verdict_only` leaves out
+    what a verdict never reads: the side findings on nodes the pod could never use (which
+    never block, and a sweep would carry one per broken node through every triage) and the
+    evidence lines made from the pod and its events (what it asks, the scheduler's words,
+    why preemption will not help), which a sweep would write for every workload."""
     usable, joining = nodes.usable, nodes.joining
     blocked_now = not usable and not joining
     signals = _signals(
-        pod=pod, placement=placement, nodes=nodes, gpu=gpu, events=events, sides=sides
-    )
+        pod=pod, placement=placement, nodes=nodes, gpu=gpu, events=events,
+        verdict_only=verdict_only,
+    )  # fmt: skip
     if not blocked_now or (pod.get("spec") or {}).get("nodeName"):
         return signals
     # Nothing can take the pod now: is a node on its way, or why will none come? A node on
@@ -111,7 +114,7 @@ def scheduling_signals(
         None,
     )
     first = None if at is None else signals[at]
-    if first is not None and at is not None:
+    if first is not None and at is not None and not verdict_only:
         signals[at] = first.with_evidence(then=_preemption_notes(pod))
     auto = autoscaler_signals(
         pod,
@@ -162,17 +165,19 @@ def _signals(
     nodes: Evaluation,
     gpu: dict[str, int],
     events: list[Event],
-    sides: bool,
+    verdict_only: bool,
 ) -> list[Signal]:
     """The scheduling signals from the evaluation, lowest layer first: candidates blocked at
     some layer, nodes joining, validator contradictions, side findings on nodes the pod could
-    never use; then why no node is a candidate, or why the scheduler still refuses usable ones."""
+    never use; then why no node is a candidate, or why the scheduler still refuses usable ones.
+    (`verdict_only`: see `scheduling_signals`.)"""
     blocked_now = not nodes.usable and not nodes.joining
+    sides = not verdict_only
     sched = latest_failed_scheduling(pod, events)
-    sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched else None
+    sched_line = f"scheduler ({sched[1]}): {sched[0]}" if sched and sides else None
     signals = node_signals(pod=pod, placement=placement, nodes=nodes, gpu=gpu, sides=sides)
     derived = nodes.derived
-    for i in derived.sized:
+    for i in derived.sized if sides else ():
         at = derived.at(i, sides=sides)
         signals[at] = _with_asks(signals[at], pod, placement, derived)
     if not nodes.candidates:
