@@ -179,8 +179,10 @@ def injected_gpus(pod: Obj) -> str | None:
     """The LimitRanger's own note that it set an accelerator request or limit on the pod
     (annotation kubernetes.io/limit-ranger), when it did: a GPU the pod's author never asked
     for."""
-    note = str(annotations_of(pod).get(LIMIT_RANGER) or "")
-    parts = [p.strip() for p in note.removeprefix("LimitRanger plugin set:").split(";")]
+    note = annotations_of(pod).get(LIMIT_RANGER)
+    if not note:  # most pods: asked of every stuck workload a sweep triages
+        return None
+    parts = [p.strip() for p in str(note).removeprefix("LimitRanger plugin set:").split(";")]
     found = [p for p in parts if any(is_accelerator(w) for w in p.split())]
     return "; ".join(found) or None
 
