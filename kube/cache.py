@@ -204,6 +204,12 @@ class CachedSource(SourceDefaults):
         inf = self._informer(kind)
         return None if inf is None else inf.filed(index, keys)
 
+    def unmatched(
+        self, kind: str, index: str, other_kind: str, other_index: str
+    ) -> list[Obj] | None:
+        inf, other = self._informer(kind), self._informer(other_kind)
+        return None if inf is None or other is None else inf.unmatched(index, other, other_index)
+
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._informer("Pod") is None:
             return self._live().node_usage()

@@ -152,6 +152,14 @@ class Informer:
                 ]
         return self._read_index(index, lambda built: built.filed(keys))
 
+    def unmatched(self, index: str, other: Informer, other_index: str) -> list[Obj]:
+        """`Index.unmatched` of this informer's `index` against `other`'s `other_index`, both
+        read under their locks: this one's, then the other's (taken in that order only here,
+        and no informer takes another's lock while holding its own otherwise)."""
+        return self._read_index(
+            index, lambda built: other._read_index(other_index, built.unmatched)
+        )
+
     def _read_index(self, index: str, read: Callable[[Index], _T]) -> _T:
         """`read` of the index, under the lock; the first call builds the index."""
         with self._lock:

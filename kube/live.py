@@ -220,6 +220,12 @@ class LiveSource(SourceDefaults):
         built = self._index(kind, index)
         return None if built is None else built.filed(keys)
 
+    def unmatched(
+        self, kind: str, index: str, other_kind: str, other_index: str
+    ) -> list[Obj] | None:
+        built, other = self._index(kind, index), self._index(other_kind, other_index)
+        return None if built is None or other is None else built.unmatched(other)
+
     def _index(self, kind: str, index: str) -> Index | None:
         built = self._indexes.get((kind, index))
         if built is None:

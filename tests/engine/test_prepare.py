@@ -88,6 +88,13 @@ class _Forbidden(MemorySource):
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:  # type: ignore[override]
         return None if kind == self.kind else super().filed(kind, index, keys)
 
+    def unmatched(  # type: ignore[override]
+        self, kind: str, index: str, other_kind: str, other_index: str
+    ) -> list[Obj] | None:
+        if self.kind in (kind, other_kind):
+            return None
+        return super().unmatched(kind, index, other_kind, other_index)
+
 
 def test_what_the_warm_up_cannot_read_it_leaves_for_the_first_triage_to_say() -> None:
     objs = [*_objects(), *cluster().objects("Namespace")]

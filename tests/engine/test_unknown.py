@@ -223,6 +223,11 @@ class Failing:
     def filed(self, kind: str, index: str, keys: Any) -> list[bool] | None:
         return None if kind == self._kind else self._src.filed(kind, index, keys)  # type: ignore[no-any-return]
 
+    def unmatched(self, kind: str, index: str, other_kind: str, other_index: str) -> Any:
+        if self._kind in (kind, other_kind):
+            return None
+        return self._src.unmatched(kind, index, other_kind, other_index)
+
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FAULTS = [("Node", True), ("DaemonSet", False), ("ResourceQuota", True), ("Event", False),

@@ -454,19 +454,27 @@ def test_the_store_answers_as_a_plain_dict_would_through_adds_changes_and_delete
 
 def test_the_jobs_wanting_pods_follow_the_watch() -> None:
     """The index of Jobs that want pods a sweep reads (`WORKLOAD_OPEN`), built and then kept
-    through 200 random watch events (Jobs made, finished, scaled to zero, suspended, deleted):
-    always the Jobs of the store that want pods."""
+    through 200 random watch events (Jobs made, finished, scaled to zero, suspended, deleted;
+    pods of some of them made and deleted): always the Jobs of the store that want pods, and
+    those without a pod the ones `unmatched` finds against the pods' owner index."""
     import random
 
     import kube.informer as informer_mod
-    from triage.cluster.indexes import ANY, WORKLOAD_OPEN
+    from triage.cluster.indexes import POD_OWNER, WORKLOAD_OPEN
     from triage.cluster.objects import wants_pods
     from triage.cluster.source import KINDS
 
+    def key(name: str) -> tuple[str, str, str]:
+        return ("team-0", "Job", name)
+
     rnd = random.Random(11)
     inf = informer_mod.Informer(None, KINDS["Job"])  # type: ignore[arg-type]
-    assert inf.indexed(WORKLOAD_OPEN, ANY) == []
+    pods = informer_mod.Informer(None, KINDS["Pod"])  # type: ignore[arg-type]
+    assert inf.indexed(WORKLOAD_OPEN, key("j0")) == []
+    assert inf.unmatched(WORKLOAD_OPEN, pods, POD_OWNER) == []
     held: set[str] = set()
+    owned: set[str] = set()  # the Jobs a pod is made for (p-<job>)
+    mixed = 0
     for _ in range(200):
         name = f"j{rnd.randrange(10)}"
         job = {"apiVersion": "batch/v1", "kind": "Job",
@@ -482,9 +490,19 @@ def test_the_jobs_wanting_pods_follow_the_watch() -> None:
             etype = "MODIFIED" if name in held else "ADDED"
             held.add(name)
         inf._apply({"type": etype, "object": job})
+        if rnd.random() < 0.5:  # a pod of a Job made or deleted (its Job may not exist)
+            of = f"j{rnd.randrange(10)}"
+            gone = of in owned and rnd.random() < 0.5
+            pods._apply({"type": "DELETED" if gone else "MODIFIED" if of in owned else "ADDED",
+                         "object": _owned(f"p-{of}", of)})  # fmt: skip
+            (owned.discard if gone else owned.add)(of)
         want = sorted(o["metadata"]["name"] for o in inf.items() if wants_pods(o))
-        assert sorted(o["metadata"]["name"] for o in inf.indexed(WORKLOAD_OPEN, ANY)) == want
+        assert [n for n in sorted(held) if inf.indexed(WORKLOAD_OPEN, key(n))] == want
+        podless = inf.unmatched(WORKLOAD_OPEN, pods, POD_OWNER)
+        assert sorted(o["metadata"]["name"] for o in podless) == sorted(set(want) - owned)
+        mixed += 0 < len(podless) < len(want)  # some wanting Jobs with pods, some without
     assert 0 < len(want) < len(held)
+    assert mixed > 20
 
 
 def test_a_heartbeat_keeps_the_cached_node_and_a_real_change_replaces_it(

@@ -167,6 +167,9 @@ class MemorySource(SourceDefaults):
             return [k in store for k in keys]
         return self._index(kind, index).filed(keys)
 
+    def unmatched(self, kind: str, index: str, other_kind: str, other_index: str) -> list[Obj]:
+        return self._index(kind, index).unmatched(self._index(other_kind, other_index))
+
     def _index(self, kind: str, index: str) -> Index:
         built = self._indexes.get((kind, index))
         if built is None:

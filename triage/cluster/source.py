@@ -131,6 +131,14 @@ class Indexes(Protocol):
         `indexed` is None (this source keeps no such index)."""
         ...
 
+    def unmatched(
+        self, kind: str, index: str, other_kind: str, other_index: str
+    ) -> list[Obj] | None:
+        """The objects of `kind` filed in `index` under a key that nothing is filed under in
+        `other_index` of `other_kind` (keys of the same form); None when this source does not
+        keep both indexes."""
+        ...
+
 
 class Context(Protocol):
     """What the source knows of the place it is used from."""
@@ -174,6 +182,11 @@ class SourceDefaults:
         return None
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
+        return None
+
+    def unmatched(
+        self, kind: str, index: str, other_kind: str, other_index: str
+    ) -> list[Obj] | None:
         return None
 
     @cached_property

@@ -112,6 +112,13 @@ class SweepSource:
             return None if None in found else [bool(f) for f in found]
         return self._source.filed(kind, index, keys)
 
+    def unmatched(
+        self, kind: str, index: str, other_kind: str, other_index: str
+    ) -> list[Obj] | None:
+        if self.state.log is not None:  # a triage's reads: the caller reads them, noted
+            return None
+        return self._source.unmatched(kind, index, other_kind, other_index)
+
     def node_usage(self) -> Mapping[str, NodeUsage]:
         return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]
 

@@ -23,9 +23,9 @@ from datetime import datetime
 
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import (
-    ANY,
     BY_NAME,
     INDEXERS,
+    POD_OWNER,
     WORKLOAD_OPEN,
     owners_with_pods,
     troubled_pods,
@@ -128,17 +128,22 @@ class _Owners:
             names = self._names[kind] = {(ns_of(w), name_of(w)) for w in self.by_kind[kind]}
         return (ns, name) in names
 
-    def wanting(self, kind: str, ns: str | None) -> list[Obj]:
-        """The workloads of `kind` that want pods (`wants_pods`), to look at for want of
-        pods: as the source files them (`WORKLOAD_OPEN`, kept by the watches) when the scope
-        is the cluster, else those read. (At 20,000 nodes, asking each of 72,000 open Jobs
-        again cost 25 ms a sweep.)"""
+    def podless(self, kind: str, ns: str | None) -> list[Obj]:
+        """The workloads of `kind` that want pods (`wants_pods`) and have none: when the scope
+        is the cluster, those the source files as wanting pods (`WORKLOAD_OPEN`, kept by the
+        watches) under a key no pod's owner reference files under (`unmatched`), else those
+        read, each asked of the pod index. (At 20,000 nodes: 4 ms against 96 ms.)"""
         read = self.by_kind[kind]
-        if ns is None and read and (kind, WORKLOAD_OPEN) in INDEXERS:
-            found = self._source.indexed(kind, WORKLOAD_OPEN, ANY)
+        if not read:  # none in the scope, or unread: none known
+            return []
+        if ns is None and (kind, WORKLOAD_OPEN) in INDEXERS:
+            found = self._source.unmatched(kind, WORKLOAD_OPEN, "Pod", POD_OWNER)
             if found is not None:
-                return found
-        return [w for w in read if wants_pods(w)]
+                return [w for w in found if wants_pods(w)]  # the index's odd values too
+        wanting = [w for w in read if wants_pods(w)]
+        keys = [(ns_of(w), kind, name_of(w)) for w in wanting]
+        has = owners_with_pods(self._source, keys)
+        return [w for w, owns in zip(wanting, has, strict=True) if not owns]
 
     def of(self, pod: Obj) -> tuple[str, str]:
         ref, ns = owner(pod), ns_of(pod)
@@ -199,11 +204,8 @@ def stuck_workloads(
         for (kind, name), by_place in places.items():
             _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            wanting = owners.wanting(kind, ns)
-            keys = [(ns_of(w), kind, name_of(w)) for w in wanting]
-            for w, has in zip(wanting, owners_with_pods(source, keys), strict=True):
-                if not has:  # its pods, if stuck, were counted above
-                    _add_podless(found, owners, kind, w)
+            for w in owners.podless(kind, ns):  # a workload's pods, if stuck, were counted above
+                _add_podless(found, owners, kind, w)
     return [found[k] for k in sorted(found)]
 
 
