@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,30 +27,49 @@ POD = ("llama-eval-0", "-n", "research")
 SECONDS, BYTES = 20.0, 1 << 30  # bounds a hang or a blow-up, with room for a loaded machine
 
 
+# The CLI is started by a small interpreter that reports the CLI's peak RSS: a child spawned
+# straight from this test process would report this process's peak as its own (Linux carries
+# the spawning process's peak RSS into the child's at exec), and a pytest worker that ran
+# large tests before this one can be past the bound.
+_LAUNCH = """
+import os, sys
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+os.write(int(sys.argv[1]), str(usage.ru_maxrss).encode())
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run(path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """The CLI on a snapshot, within the budget of time and memory (both checked here: the
-    child's own peak RSS, from wait4)."""
+    CLI's own peak RSS, from wait4)."""
+    report, reported = os.pipe()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         proc = subprocess.Popen(
-            [str(BIN), "why-pending", *POD, "--snapshot", str(path), *args],
+            [sys.executable, "-c", _LAUNCH, str(reported), str(BIN), "why-pending", *POD,
+             "--snapshot", str(path), *args],
             stdout=out,
             stderr=err,
             env={**os.environ, **(env or {})},
-        )
-        killer = threading.Timer(SECONDS * 3, proc.kill)  # a hang fails, it does not block
+            pass_fds=(reported,),
+            start_new_session=True,  # a hang fails: the killer ends the CLI with its launcher
+        )  # fmt: skip
+        os.close(reported)
+        killer = threading.Timer(SECONDS * 3, os.killpg, (proc.pid, signal.SIGKILL))
         killer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
+            with os.fdopen(report, "rb") as said:
+                peak_kb = int(said.read() or 0)
         finally:
             killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
         took = time.monotonic() - started
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
     assert took < SECONDS, f"took {took:.1f} s: {stderr}"
-    assert usage.ru_maxrss * 1024 < BYTES, f"peak RSS {usage.ru_maxrss >> 10} MB"
+    assert peak_kb * 1024 < BYTES, f"peak RSS {peak_kb >> 10} MB"
     assert "Traceback" not in stderr, stderr
     return proc.returncode, stdout, stderr
 
