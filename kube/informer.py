@@ -155,7 +155,8 @@ class Informer:
     def unmatched(self, index: str, other: Informer, other_index: str) -> list[Obj]:
         """`Index.unmatched` of this informer's `index` against `other`'s `other_index`, both
         read under their locks: this one's, then the other's (taken in that order only here,
-        and no informer takes another's lock while holding its own otherwise)."""
+        and no informer takes another's lock while holding its own otherwise). An index not
+        built yet is built meanwhile, holding this lock (the bot's warm-up builds them first)."""
         return self._read_index(
             index, lambda built: other._read_index(other_index, built.unmatched)
         )
