@@ -101,7 +101,8 @@ def snapshot(args: argparse.Namespace) -> int:
             _check_namespaces(got, namespaces)
             if args.logs:
                 got.logs = _logs(source.client, got)
-        write(got, dest)
+        content = files(got)
+        write(content, dest)
     except OSError as e:
         if e.errno not in _DISK_ERRORS:
             raise
@@ -110,7 +111,7 @@ def snapshot(args: argparse.Namespace) -> int:
         source.close()
         if got is not None:
             got.close()
-    print(_summary(got, dest, seconds=time.monotonic() - started))
+    print(_summary(got, content, dest, seconds=time.monotonic() - started))
     return EXIT_OK
 
 
@@ -251,10 +252,10 @@ def files(got: Collected) -> list[File]:
     return out
 
 
-def write(got: Collected, dest: Path) -> None:
-    """The snapshot at `dest`, whole or not at all: a .tar.gz, or a new (or empty) folder,
-    readable by its owner only (redacted, it still describes the cluster)."""
-    content = files(got)
+def write(content: list[File], dest: Path) -> None:
+    """The snapshot's `content` (`files`) at `dest`, whole or not at all: a .tar.gz, or a
+    new (or empty) folder, readable by its owner only (redacted, it still describes the
+    cluster)."""
     if dest.name.endswith(ARCHIVES):
         _write_archive(content, dest)
         return
@@ -313,7 +314,7 @@ def _write_archive(content: list[File], dest: Path) -> None:
         raise
 
 
-def _summary(got: Collected, dest: Path, *, seconds: float) -> str:
+def _summary(got: Collected, content: list[File], dest: Path, *, seconds: float) -> str:
     """What was written, what is missing, what was redacted, and how to use it."""
     kinds = got.manifest.kinds
     total = sum(r.objects for r in kinds.values() if r.collected)
@@ -336,7 +337,7 @@ def _summary(got: Collected, dest: Path, *, seconds: float) -> str:
     if got.logs:
         written = sum(1 for log in got.logs if log.text)
         lines.append(f"logs: {written} of {len(got.logs)} failing GPU component container log(s)")
-    bound, unpacked = read_bound(got)
+    bound, unpacked = read_bound(content)
     command = f"gpu-triage why-pending POD -n NAMESPACE --snapshot {dest}"
     if bound > max_mb():
         lines.append(
@@ -348,11 +349,11 @@ def _summary(got: Collected, dest: Path, *, seconds: float) -> str:
     return "\n".join(lines)
 
 
-def read_bound(got: Collected) -> tuple[int, int]:
-    """The least GPU_TRIAGE_SNAPSHOT_MAX_MB that reads the snapshot, counted as the reader
-    counts (`triage.cluster.snapshot`: its files' bytes, their values, and twice the bound
-    for the archive's stream, logs and headers included), and its bytes unpacked."""
-    content = files(got)
+def read_bound(content: list[File]) -> tuple[int, int]:
+    """The least GPU_TRIAGE_SNAPSHOT_MAX_MB that reads the snapshot of `content` (`files`),
+    counted as the reader counts (`triage.cluster.snapshot`: its files' bytes, their values,
+    and twice the bound for the archive's stream, logs and headers included), and its bytes
+    unpacked."""
     read = [f for f in content if f.name.endswith(SUFFIXES)]
     size = sum(f.size for f in read)
     values = sum(values_in(Path(f.name), f.head + f.tail) + (f.part.values if f.part else 0)

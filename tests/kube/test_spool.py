@@ -127,7 +127,7 @@ def test_the_read_bound_a_summary_names_reads_the_snapshot_and_one_less_does_not
 ) -> None:
     """`read_bound` counts what the reader counts: bytes, or values when objects are dense
     with them (long lists of numbers: more values than bytes bound)."""
-    from gpu_triage.cmd_snapshot import read_bound, write
+    from gpu_triage.cmd_snapshot import files, read_bound, write
     from kube.collect import Collected
     from triage.cluster.coverage import KindRecord, Manifest
     from triage.cluster.snapshot import read_snapshot
@@ -143,8 +143,9 @@ def test_the_read_bound_a_summary_names_reads_the_snapshot_and_one_less_does_not
     manifest = Manifest(cluster="c", taken_at="2026-12-06T00:00:00Z", tool="t", namespaces=None,
                         kinds={"Node": KindRecord(collected=True, objects=700)})  # fmt: skip
     got = Collected(objects={"Node": spool}, manifest=manifest)
-    bound, unpacked = read_bound(got)
-    write(got, tmp_path / "snap")
+    content = files(got)
+    bound, unpacked = read_bound(content)
+    write(content, tmp_path / "snap")
     got.close()
     assert bound > 1 and unpacked > 1 << 20
     monkeypatch.setenv("GPU_TRIAGE_SNAPSHOT_MAX_MB", str(bound))
