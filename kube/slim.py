@@ -14,6 +14,7 @@ objects).
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Hashable
 from sys import intern
@@ -541,15 +542,7 @@ def projection(kind: str, sharer: Sharer | None = None) -> Callable[[Obj], Obj]:
 def projections() -> Callable[[str], Callable[[Obj], Obj]]:
     """Each kind's projection, made once (sharing within the kind): a snapshot read into
     memory keeps what the cache would (`triage.cluster.snapshot.read_snapshot`)."""
-    made: dict[str, Callable[[Obj], Obj]] = {}
-
-    def of(kind: str) -> Callable[[Obj], Obj]:
-        fn = made.get(kind)
-        if fn is None:
-            fn = made[kind] = projection(kind)
-        return fn
-
-    return of
+    return functools.cache(projection)
 
 
 # --- typed list decoding --------------------------------------------------------------------
