@@ -751,3 +751,66 @@ def test_a_pod_the_watch_adds_shares_its_spec_with_its_listed_siblings(
         wait_for(lambda: src.get("Pod", "w-0", namespace="team-0") is None)
     finally:
         src.close()
+
+
+def test_a_stream_read_in_batches_keeps_every_object_in_order(
+    api: FakeApiServer, kubeconfig: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The initial events are decoded a batch of bytes at a time (`STREAM_BATCH`): with a
+    batch of a few objects, the stream's last partial batch is applied at its bookmark, and
+    the cache holds what a list holds."""
+    monkeypatch.setattr(kube.lists, "STREAM_BATCH", 5000)
+    seed(api)
+    client_api, name = load_client(kubeconfig=kubeconfig)
+    src = CachedSource(RawClient(client_api, cluster_name=name), kinds=("Pod", "Node", "Namespace"))
+    try:
+        assert src.start().wait_synced(10)
+        assert src.stats()["synced_by_watch_list"] == 3
+        assert same_as_fresh_list(src, kubeconfig)
+        api.apply(pod("late", node_name="n1", gpus=1, phase="Running", selector={}))
+        wait_for(lambda: src.get("Pod", "late", namespace="team-a") is not None)
+    finally:
+        src.close()
+
+
+def _events(*types: str) -> list[bytes]:
+    return [
+        json.dumps({"type": t, "object": {"metadata": {"name": f"o{i}"}}}).encode()
+        for i, t in enumerate(types)
+    ]
+
+
+def test_batched_lines_wait_for_no_byte_after_a_bookmark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Added objects' events are held until a batch is full; any other event lets them go at
+    once and comes right after them, without reading on: after the closing bookmark the
+    server sends nothing until something changes."""
+    monkeypatch.setattr(kube.lists, "STREAM_BATCH", 10**6)
+    lines = _events("ADDED", "ADDED", "BOOKMARK")
+
+    def stream() -> Iterator[bytes]:
+        yield from lines
+        raise AssertionError("read past the bookmark")
+
+    got = []
+    for line in kube.lists._batched(stream()):
+        got.append(line)
+        if b"BOOKMARK" in line:
+            break
+    assert got == lines
+
+
+def test_batched_lines_keep_their_order_and_go_before_a_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kube.lists, "STREAM_BATCH", 100)  # two events a batch
+    lines = _events("ADDED", "ADDED", "ADDED", "ERROR", "ADDED", "ADDED", "ADDED")
+
+    def cut() -> Iterator[bytes]:
+        yield from lines
+        raise UnavailableError("watch on pods dropped")
+
+    got = []
+    with pytest.raises(UnavailableError):
+        for line in kube.lists._batched(cut()):
+            got.append(line)
+    assert got == lines
