@@ -140,9 +140,9 @@ WATCH_LIST_TIMEOUT = 900  # seconds the initial events of the largest cluster ma
 # changes) and will never send the bookmark.
 WATCH_LIST_IDLE = 60
 # Bytes of added objects' events a stream reads before it decodes them. The cache's informers
-# stream their kinds at once, a thread each: decoding each event as it came made the pods' and
-# the Jobs' threads take turns at the interpreter's lock at nearly every read of a socket,
-# and their cold sync cost a fifth more CPU than one kind after the other (`bench.sync`).
+# stream their kinds at once, a thread each: decoding each event as it came, between reads of
+# the socket, the pods' and the Jobs' threads handed the interpreter's lock to each other far
+# more often, and their cold sync cost a fifth more CPU than one kind after the other.
 STREAM_BATCH = 256 * 1024
 
 
