@@ -786,10 +786,12 @@ def test_batched_lines_wait_for_no_byte_after_a_bookmark(monkeypatch: pytest.Mon
     server sends nothing until something changes."""
     monkeypatch.setattr(kube.lists, "STREAM_BATCH", 10**6)
     lines = _events("ADDED", "ADDED", "BOOKMARK")
+    read_past: list[bytes] = []
 
     def stream() -> Iterator[bytes]:
         yield from lines
-        raise AssertionError("read past the bookmark")
+        read_past.append(b"a change, much later")
+        yield read_past[-1]
 
     got = []
     for line in kube.lists._batched(stream()):
@@ -797,6 +799,7 @@ def test_batched_lines_wait_for_no_byte_after_a_bookmark(monkeypatch: pytest.Mon
         if b"BOOKMARK" in line:
             break
     assert got == lines
+    assert not read_past
 
 
 def test_batched_lines_keep_their_order_and_go_before_a_cut(
