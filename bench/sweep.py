@@ -20,8 +20,7 @@ import time
 from typing import Any
 
 from bench.synth import cluster
-from kube.share import Sharer
-from kube.slim import projection
+from kube.slim import projections
 from triage.cluster.memory import MemorySource
 from triage.fleet import sweep
 from triage.playbooks import load_playbook
@@ -42,8 +41,8 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=25)
     args = parser.parse_args()
     objs, _ = cluster(nodes=args.nodes, pods=args.nodes * args.pods_per_node)
-    sharers: dict[str, Sharer] = {}
-    slim = [projection(o["kind"], sharers.setdefault(o["kind"], Sharer()))(o) for o in objs]
+    project = projections()  # as the cache keeps them: one sharer per kind
+    slim = [project(o["kind"])(o) for o in objs]
     del objs
     source = MemorySource(slim)
     del slim
