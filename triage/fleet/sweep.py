@@ -14,7 +14,7 @@ one change in the cluster, only the workloads that change touches are triaged ag
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +35,7 @@ from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.shared import shapes_in, shared_evaluation
-from triage.model import Answer, Layer, TriageVerdict, shared_fields
+from triage.model import Answer, Layer, OwnerRoute, TriageVerdict, shared_fields
 from triage.names import InvalidNameError
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
@@ -82,28 +82,15 @@ def _sweep(
     scope = None if namespaces is None else list(namespaces)
     unread: list[str] = []
     items = stuck_workloads(shared, scope, unread=unread)
-    run = _Run(shared, config=config, playbook=playbook, now=now, memo=memo)
-    verdicts = run.all(items)
-    if memo is not None:
-        memo.finish(
-            {i.key for i in items},
-            namespaces=scope,
-            redo=dict(shapes_in(shared.state.shared)),
-        )
     listing_failed = bool(unread)
-    if shared.events_failed is not None:
-        unread.append(f"{shared.events_failed}: events are not used as evidence")
+    run = _Run(shared, config=config, playbook=playbook, now=now, memo=memo)
     pools = _Pools(shared, playbook.node_pools.labels)
     keys: dict[tuple[Any, ...], tuple[Any, str]] = {}
-    # cause -> workload -> its member, the verdict, and whether this sweep triaged it
-    groups: dict[str, dict[tuple[str, str], tuple[Member, list[TriageVerdict], bool]]] = {}
+    groups: dict[str, _Gathered] = {}
     waiting: dict[tuple[str, str], Member] = {}
     unknown: dict[tuple[str, str], Member] = {}
     left_out: dict[str, int] = {}  # what the triages could not read: for how many workloads
-    for item in items:
-        verdict = verdicts.get(item.key)
-        if verdict is None:
-            continue
+    for item, verdict, fresh in run.each(items):
         member = shared_fields(
             Member(
                 namespace=item.namespace,
@@ -124,16 +111,21 @@ def _sweep(
                 member if held_member is None else _merged(held_member, member)
             )
             continue
-        rows = groups.setdefault(_cause_key(verdict, pools, keys), {})
-        fresh = item.key in run.fresh
-        found = [verdict]
-        held = rows.get((item.namespace, item.name))
-        if held is not None:  # the workload's pods stuck in two places, for one cause
-            member, found, fresh = _merged(held[0], member), [*held[1], verdict], fresh or held[2]
-        rows[(item.namespace, item.name)] = (member, found, fresh)
+        key = _cause_key(verdict, pools, keys)
+        gathered = groups.get(key)
+        if gathered is None:
+            gathered = groups[key] = _Gathered(verdict)
+        gathered.add((item.namespace, item.name), member, verdict, fresh)
+    if memo is not None:
+        memo.finish(
+            {i.key for i in items},
+            namespaces=scope,
+            redo=dict(shapes_in(shared.state.shared)),
+        )
+    if shared.events_failed is not None:
+        unread.append(f"{shared.events_failed}: events are not used as evidence")
     built = [
-        _group(source.cluster_name, key, list(rows.values()), pools, playbook)
-        for key, rows in groups.items()
+        _group(source.cluster_name, key, found, pools, playbook) for key, found in groups.items()
     ]
     built.sort(key=lambda g: (-g.gpus, -g.workloads, g.layer.rank, g.key))
     return Sweep(
@@ -188,15 +180,40 @@ class _Run:
         self.clock = datetime.now(UTC)  # the age of kept answers is wall-clock time
         self.errors: list[str] = []
         self.triaged = self.reused = 0
-        self.verdicts: dict[tuple[str, str], TriageVerdict] = {}
-        self.fresh: set[tuple[str, str]] = set()  # the workloads triaged (not kept)
 
-    def all(self, items: list[Stuck]) -> dict[tuple[str, str], TriageVerdict]:
-        memo = self.memo
-        if memo is None:
+    def each(self, items: list[Stuck]) -> Iterator[tuple[Stuck, TriageVerdict, bool]]:
+        """Each item that has a verdict, in order, with it and whether this sweep triaged it
+        (rather than kept it). Without a memo, each verdict is made as it is asked for: the
+        sweep then holds the verdicts of its groups' first workloads only, not thousands."""
+        if self.memo is None:
             for item in items:
-                self._triage(item)
-            return self.verdicts
+                found = self._triage(item)
+                if found is not None:
+                    yield item, found, True
+            return
+        verdicts, fresh = self._kept_or_triaged(self.memo, items)
+        for item in items:
+            found = verdicts.get(item.key)
+            if found is not None:
+                yield item, found, item.key in fresh
+
+    def _kept_or_triaged(
+        self, memo: FleetMemo, items: list[Stuck]
+    ) -> tuple[dict[tuple[str, str], TriageVerdict], set[tuple[str, str]]]:
+        """Every item's verdict, kept or triaged again, and which were triaged."""
+        verdicts: dict[tuple[str, str], TriageVerdict] = {}
+        fresh: set[tuple[str, str]] = set()
+
+        def triage(item: Stuck) -> None:
+            found = self._triage(item)
+            if found is not None:
+                verdicts[item.key] = found
+                fresh.add(item.key)
+
+        def keep(item: Stuck, kept: Kept) -> None:
+            verdicts[item.key] = kept.verdict
+            self.reused += 1
+
         memo.start((self.config, self.playbook))
         current = Current(self.source, self._redo)
         # First the workloads whose own reads changed: their triages redo the shared work
@@ -207,17 +224,17 @@ class _Run:
             kept = memo.candidate(item.key, self.clock)
             holds = None if kept is None else current.holds(kept, shared=False)
             if kept is None or holds is False:
-                self._triage(item)
+                triage(item)
             elif holds:
-                self._keep(item, kept)
+                keep(item, kept)
             else:
                 later.append((item, kept))
         for item, kept in later:
             if current.holds(kept, shared=True):
-                self._keep(item, kept)
+                keep(item, kept)
             else:
-                self._triage(item)
-        return self.verdicts
+                triage(item)
+        return verdicts, fresh
 
     def _redo(self, key: Key) -> None:
         """Redo one piece of shared work a kept answer rests on, so its digest is known: the
@@ -241,11 +258,8 @@ class _Run:
         except SourceError:
             return  # unknown digest: the workload is triaged, and its triage says what failed
 
-    def _keep(self, item: Stuck, kept: Kept) -> None:
-        self.verdicts[item.key] = kept.verdict
-        self.reused += 1
-
-    def _triage(self, item: Stuck) -> None:
+    def _triage(self, item: Stuck) -> TriageVerdict | None:
+        """The item's verdict; None when it is gone or could not be read (then in `errors`)."""
         state = self.source.state
         log = state.log = ReadLog() if self.memo is not None else None
         try:
@@ -259,23 +273,21 @@ class _Run:
                 sweep=state,
             )
         except NotFoundError:
-            return  # gone between the listing and its triage
+            return None  # gone between the listing and its triage
         except DeadlineExceededError:
             raise  # the command is over: no workload after this one could be read either
         except SourceError as e:
             self.errors.append(f"{item.namespace}/{item.name}: {e}")
-            return
+            return None
         except InvalidNameError as e:  # a snapshot's object no API server would store
             self.errors.append(f"{item.namespace or '(no namespace)'}/{item.name}: {e}")
-            return
+            return None
         finally:
             state.log = None
         self.triaged += 1
-        key = item.key
-        self.verdicts[key] = found
-        self.fresh.add(key)
         if self.memo is not None and log is not None:
-            self.memo.keep(key, found, log, self.clock)
+            self.memo.keep(item.key, found, log, self.clock)
+        return found
 
 
 class _Pools:
@@ -346,29 +358,45 @@ def _cause_key(
     return key
 
 
-def _group(
-    cluster: str,
-    key: str,
-    rows: list[tuple[Member, list[TriageVerdict], bool]],
-    pools: _Pools,
-    playbook: Playbook,
-) -> Group:
-    verdicts = [v for _, found, _ in rows for v in found]
-    verdict = verdicts[0]
+class _Gathered:
+    """One group as a sweep gathers it: the first verdict with its cause, each workload's
+    member (and whether this sweep triaged it), and of the other verdicts only what the group
+    says of them all (their owner routes; the nodes of a driver or device-plugin cause)."""
+
+    __slots__ = ("first", "nodes", "owners", "rows")
+
+    def __init__(self, first: TriageVerdict) -> None:
+        self.first = first
+        self.nodes: set[str] = set()
+        self.owners: set[OwnerRoute | None] = set()
+        self.rows: dict[tuple[str, str], tuple[Member, bool]] = {}
+
+    def add(self, at: tuple[str, str], member: Member, verdict: TriageVerdict, fresh: bool) -> None:
+        cause = verdict.cause
+        if cause is not None and verdict.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
+            self.nodes.update(cause.nodes)
+        self.owners.add(verdict.owner)
+        held = self.rows.get(at)
+        if held is not None:  # the workload's pods stuck in two places, for one cause
+            member, fresh = _merged(held[0], member), fresh or held[1]
+        self.rows[at] = (member, fresh)
+
+
+def _group(cluster: str, key: str, found: _Gathered, pools: _Pools, playbook: Playbook) -> Group:
+    verdict = found.first
     assert verdict.failing_layer is not None and verdict.cause is not None
     blocking = _blocking(verdict, pools)
     if verdict.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
         # The broken nodes themselves are the platform's to fix: name every one.
-        nodes = sorted({n for r in verdicts if r.cause is not None for n in r.cause.nodes})
-        blocking += [f"node {n}" for n in nodes]
-    owners = {r.owner for r in verdicts}
+        blocking += [f"node {n}" for n in sorted(found.nodes)]
     # Members whose namespaces route to different teams: the cause is shared, so it goes to
     # the owner of the layer (or of the signal), not to one tenant's team.
     owner = (
         verdict.owner
-        if len(owners) == 1
+        if len(found.owners) == 1
         else playbook.route(verdict.failing_layer, codes=[verdict.cause.code])
     )
+    rows = found.rows.values()
     return Group(
         key=key,
         cluster=cluster,
@@ -377,6 +405,6 @@ def _group(
         cause=describe_cause(verdict.cause.code, blocking, verdict.cause.vendor),
         blocking=blocking,
         owner=owner,
-        triaged=sum(fresh for _, _, fresh in rows),
-        **group_totals([m for m, _, _ in rows]),
+        triaged=sum(fresh for _, fresh in rows),
+        **group_totals([m for m, _ in rows]),
     )
