@@ -36,5 +36,6 @@ def test_the_comparison_names_each_figure_with_its_previous_value(
     out = capsys.readouterr().out
     assert out.startswith("against docs/sizing.md (5,000 nodes): ")
     assert "cold sync 1.50x the floor (was " in out and "cache memory 100 MB (was " in out
+    assert "warm p99, quiet 2.0 ms (was " in out  # the table's column: not the churned pass's
     compare(123, {"sync": 1.5})
     assert "no row for 123 nodes" in capsys.readouterr().out
