@@ -12,7 +12,7 @@ callers treat cached objects as read-only, as with any ClusterSource.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from sys import intern
 from typing import Any, TypeVar
 from zlib import crc32
@@ -30,6 +30,7 @@ _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.
 _RECENT_LABELS = 64  # label sets of one object, kept for the next ones (`Sharer.labels`)
 _SHARED_LABELS = 16_384  # label sets of several objects kept before the table starts over
 _RECENT_VALUES = 1024  # and the values of the last ones made
+_PLAIN = frozenset((str, int, float, bool, type(None), tuple))  # compared by value (`made_of`)
 
 
 def _canon(value: Any) -> bytes:
@@ -60,6 +61,9 @@ class Sharer:
         # and those of one object lately: the set, and the name of the object
         self._recent_labels: dict[tuple[Any, ...], tuple[Obj, Any]] = {}
         self._recent_values: dict[str, str] = {}  # their values, and their owners' names
+        # Values made of shared parts (`made_of`), of several objects and of one lately.
+        self._made: dict[tuple[Any, ...], tuple[Sequence[Any], Any, Any]] = {}
+        self._recent_made: dict[tuple[Any, ...], tuple[Sequence[Any], Any, Any]] = {}
 
     def value(self, value: Any, parts: Callable[[Any, Sharer], None] | None = None) -> Any:
         """The canonical instance of `value`. When `value` is new, `parts(value, self)`
@@ -140,6 +144,36 @@ class Sharer:
         # Its keys are its class's (setting an attribute interns its name): one copy of each.
         made = compact_labels(tuple(labels), values)
         self.keep(self._recent_labels, key, (made, name), limit=_RECENT_LABELS)
+        return made
+
+    def made_of(self, parts: Sequence[Any], make: Callable[[], V], name: Any = None) -> V:
+        """One instance of the values `make` makes of `parts`: plain values (text, numbers,
+        empty dicts and lists) compared by value, the rest (what this sharer returned: shared
+        label sets, specs) by identity, so that nothing is encoded to look it up. As label sets are (`labels`),
+        a value of one object is kept only among the last few made, and one of a second
+        object (another `name`) for good: a workload's parts made of its own objects are
+        never found again, and cost no entry."""
+        key = tuple([
+            p if type(p) is str
+            else (type(p), p) if type(p) in _PLAIN
+            else (id(p),) if p or type(p) not in (dict, list)
+            else (type(p),)  # empty: alike whichever it is
+            for p in parts
+        ])  # fmt: skip  # an int is not the id of a part, nor True the number 1
+        found = self._made.get(key)
+        if found is not None:
+            return found[1]  # type: ignore[no-any-return]
+        seen = self._recent_made.get(key)
+        if seen is not None:
+            if seen[2] == name:  # the same object again (an update): still its own
+                return seen[1]  # type: ignore[no-any-return]
+            del self._recent_made[key]
+            self.keep(self._made, key, seen, limit=_SHARED_LABELS)
+            return seen[1]  # type: ignore[no-any-return]
+        made = make()
+        # The parts are kept with it: none of them is freed (and its id reused) while its
+        # key is in a table.
+        self.keep(self._recent_made, key, (parts, made, name), limit=_RECENT_LABELS)
         return made
 
     @staticmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Hashable
+from contextlib import suppress
 from sys import intern
 from typing import Any
 
@@ -25,7 +26,7 @@ import orjson
 from kube.compact import compact, compacted
 from kube.decode import TEMPLATED, WORKLOAD_SPEC, Text, spec_part
 from kube.share import ABSENT, Sharer, digest
-from triage.cluster.objects import POD_ANNOTATIONS, Obj
+from triage.cluster.objects import JOB_SELF_LABELS, POD_ANNOTATIONS, SELF_LABELS, Obj
 from triage.layers.stacks.components import pod_component
 
 # No resourceVersion: nothing reads it from a cached object, and without it an update that
@@ -433,54 +434,111 @@ def slim_workload(obj: Obj, sharer: Sharer) -> Obj:
     conditions are (`_condition`) and shared (the statuses of running Jobs, of completed Jobs,
     are alike), the rest of its spec as it is. A batch cluster has a Job for each pod or few,
     and one decoded whole (every variable, mount and probe of each container, its
-    managedFields) costs twenty times its pod slimmed."""
+    managedFields) costs twenty times its pod slimmed. The labels of its template that name
+    the workload itself (the Job controller's: `JOB_SELF_LABELS`) are left out and named
+    (`template_labels` puts them back), so that the spec of a tenant's Jobs alike is one."""
     spec = obj.get("spec")
     template = spec.get("template") if type(spec) is dict else None
     if type(template) is not dict:
         return slim_other(obj, sharer)
     meta = slim_meta(obj, sharer)
-    tpl: Obj = {}
-    tpl_meta = template.get("metadata")
-    if type(tpl_meta) is dict:
-        kept: Obj = {}
-        labels = tpl_meta.get("labels")
-        if labels is not None:
-            kept["labels"] = labels = sharer.labels(labels, (), meta.get("name"))
-            uid = meta.get("uid")
-            for v in labels.values() if type(labels) is dict and type(uid) is str else ():
-                if v == uid:  # a Job's, as its controller labels it: one copy of its uid
-                    meta["uid"] = v
-                    break
-        notes = tpl_meta.get("annotations")
-        if type(notes) is dict:
-            notes = {k: v for k, v in notes.items() if k in POD_ANNOTATIONS} or None
-        if notes is not None:
-            kept["annotations"] = sharer.value(notes)
-        tpl["metadata"] = compacted(kept)
-    elif "metadata" in template:
-        tpl["metadata"] = tpl_meta
-    pod_spec = template.get("spec")
-    if type(pod_spec) is dict:
-        # As a pod's spec: decoded typed (`kube.decode`), looked up by what the slim form
-        # keeps, so the templates of a tenant's Jobs that differ only in what no layer reads
-        # (a variable naming the run) are one.
-        try:
-            tpl["spec"] = _shared_spec(sharer, pod_spec)
-        except (AttributeError, TypeError):  # a part of unexpected shape: kept as it is
-            tpl["spec"] = pod_spec
-    elif "spec" in template:
-        tpl["spec"] = pod_spec
-    slim_spec: Obj = {}
+    fields: list[tuple[str, Any]] = []  # the spec's fields kept, the template's as its parts
+    parts: list[Any] = []  # and all of them in a row, to find a spec made of them
     for k, v in spec.items():  # type: ignore[union-attr]
         if k == "template":
-            slim_spec[k] = compacted(tpl)
+            v = _template_parts(template, meta, sharer)
+            parts += (k, *v)
         elif k in WORKLOAD_SPEC:
-            slim_spec[k] = sharer.text(v)
+            v = sharer.value(v) if type(v) in (dict, list) else sharer.text(v)
+            parts += (k, v)
+        else:
+            continue
+        fields.append((k, v))
+    slim_spec = sharer.made_of(
+        parts,
+        lambda: compacted({k: _template(*v) if k == "template" else v for k, v in fields}),
+        (meta.get("namespace"), meta.get("name")),
+    )
     status = obj.get("status")
     if type(status) is dict:
         status = sharer.value(_workload_status(status), _workload_status_parts)
     kind, version = sharer.text(obj.get("kind")), sharer.text(obj.get("apiVersion"))
-    return compact(_OBJECT, (kind, version, meta, compacted(slim_spec), status))
+    return compact(_OBJECT, (kind, version, meta, slim_spec, status))
+
+
+_MADE = object()  # a template's metadata made of its parts (not an odd value kept as it is)
+
+
+def _template_parts(template: Obj, meta: Obj, sharer: Sharer) -> tuple[Any, ...]:
+    """A pod template's parts, shared: which of its metadata and spec it has, its metadata
+    (`_MADE`, or a value of unexpected type as it is), its labels but those naming the
+    workload itself, the keys of those, the annotations the engine reads of a pod, and its
+    spec kept as a pod's. `ABSENT` for what it does not have."""
+    tpl_meta = template.get("metadata", ABSENT)
+    labels = notes = ABSENT
+    left_out: tuple[str, ...] = ()
+    if type(tpl_meta) is dict:
+        found = tpl_meta.get("labels")
+        if found is not None:
+            found, left_out = _without_self_labels(found, meta)
+            labels = sharer.labels(found, (), meta.get("name"))
+        found = tpl_meta.get("annotations")
+        if type(found) is dict:
+            found = {k: v for k, v in found.items() if k in POD_ANNOTATIONS} or None
+        if found is not None:
+            notes = sharer.value(found)
+        tpl_meta = _MADE
+    pod_spec = template.get("spec", ABSENT)
+    if type(pod_spec) is dict:
+        # As a pod's spec: decoded typed (`kube.decode`), looked up by what the slim form
+        # keeps, so the templates of a tenant's Jobs that differ only in what no layer reads
+        # (a variable naming the run) are one.
+        with suppress(AttributeError, TypeError):  # a part of unexpected shape: kept as it is
+            pod_spec = _shared_spec(sharer, pod_spec)
+    return tpl_meta, labels, left_out, notes, pod_spec
+
+
+def _template(tpl_meta: Any, labels: Any, left_out: tuple[str, ...], notes: Any, spec: Any) -> Obj:
+    """The template `_template_parts` took apart, as the cache keeps it."""
+    tpl: Obj = {}
+    if tpl_meta is _MADE:
+        kept: Obj = {}
+        if labels is not ABSENT:
+            kept["labels"] = labels
+        if notes is not ABSENT:
+            kept["annotations"] = notes
+        if left_out:
+            kept[SELF_LABELS] = left_out
+        tpl["metadata"] = compacted(kept)
+    elif tpl_meta is not ABSENT:
+        tpl["metadata"] = tpl_meta
+    if spec is not ABSENT:
+        tpl["spec"] = spec
+    return compacted(tpl)
+
+
+def _without_self_labels(labels: Any, meta: Obj) -> tuple[Any, tuple[str, ...]]:
+    """`labels` without those the Job controller sets to the workload's own name and uid,
+    and their keys. Only of a set in the order the API server prints it (by key), so that
+    `template_labels` gives it back as it was."""
+    if type(labels) is not dict:
+        return labels, ()
+    kept: Obj = {}
+    left_out = []
+    for k, v in labels.items():  # a loop, not calls: it runs for every Job
+        field = JOB_SELF_LABELS.get(k)
+        if field is not None and type(v) is str and v == meta.get(field):
+            left_out.append(k)
+        else:
+            kept[k] = v
+    if not left_out or list(labels) != sorted(labels):
+        return labels, ()
+    return kept, _one(tuple(left_out))
+
+
+@functools.cache
+def _one(keys: tuple[str, ...]) -> tuple[str, ...]:
+    return keys  # one tuple for every template that leaves out the same labels
 
 
 def _workload_status(status: Obj) -> Obj:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.cluster.indexes import owned_pods
-from triage.cluster.objects import Obj, meta, name_of, owner, pod_problem
+from triage.cluster.objects import Obj, meta, name_of, owner, pod_problem, template_labels
 from triage.cluster.source import (
     ClusterSource,
     NotFoundError,
@@ -80,7 +80,7 @@ def _template(workload: Obj) -> Obj:
         "metadata": {
             "name": f"{name_of(workload)}-<new>",
             "namespace": meta(workload).get("namespace"),
-            "labels": (tpl.get("metadata") or {}).get("labels") or {},
+            "labels": template_labels(workload),
             "annotations": (tpl.get("metadata") or {}).get("annotations") or {},
         },
         "spec": tpl.get("spec") or {},

@@ -21,7 +21,7 @@ from kube.slim import projection
 from tests.builders import namespace, node, pod
 from triage import MalformedSnapshotError, load_playbook, triage
 from triage.cluster.memory import MemorySource
-from triage.cluster.objects import Obj
+from triage.cluster.objects import Obj, template_labels
 from triage.cluster.snapshot import read_snapshot
 from triage.engine import verdict
 from triage.fleet import sweep
@@ -167,29 +167,66 @@ def test_jobs_alike_but_for_their_run_share_their_template_spec_and_status() -> 
             c["lastTransitionTime"] = c["lastProbeTime"] = "2026-12-03T00:00:00Z"
         j["status"]["completionTime"] = "2026-12-03T00:00:00Z"
     slim = [o for o in _slimmed(jobs) if o["kind"] == "Job"]
-    specs = {id(o["spec"]["template"]["spec"]) for o in slim}
+    # One spec for the three: the labels the Job controller set to each Job's own name and
+    # uid are left out of its template, and put back from the Job when read.
+    specs = {id(o["spec"]) for o in slim}
     statuses = {id(o["status"]) for o in slim}
     assert len(specs) == 1 and len(statuses) == 1
+    for o, j in zip(slim, jobs, strict=True):
+        want = j["spec"]["template"]["metadata"]["labels"]
+        assert list(template_labels(o).items()) == list(want.items())
+        assert template_labels(o)["job-name"] == o["metadata"]["name"] == j["metadata"]["name"]
     one = slim[0]
     assert "selector" not in one["spec"] and "managedFields" not in one["metadata"]
     # The template's pod spec as a pod's: what the layers read, not the run's variables.
     assert one["spec"]["template"]["spec"]["containers"][0].keys() == {"name", "image", "resources"}
-    assert one["spec"]["template"]["metadata"] == {
-        "labels": jobs[0]["spec"]["template"]["metadata"]["labels"]
-    }
-    # the Job's uid is one string, however many times its labels repeat it
-    labels = one["spec"]["template"]["metadata"]["labels"]
-    assert (
-        one["metadata"]["uid"]
-        is labels["controller-uid"]
-        is labels["batch.kubernetes.io/controller-uid"]
-    )
-    # Fifty Jobs of a batch queue: a fifth of what they cost decoded whole (managedFields off).
+    assert one["spec"]["template"]["metadata"]["labels"] == {}
+    # Fifty Jobs of a batch queue: a twelfth of what they cost decoded whole (managedFields
+    # off; an eighth while each kept a template of its own).
     many = [job(f"run-{i}", status={"active": 1, "ready": 1}) for i in range(50)]
     whole = orjson.loads(orjson.dumps(many))
     for j in whole:
         del j["metadata"]["managedFields"]
-    assert _size(_slimmed(many)) * 5 < _size(whole)
+    assert _size(_slimmed(many)) * 12 < _size(whole)
+
+
+@pytest.mark.parametrize(
+    ("labels", "specs"),
+    [
+        # before 1.27 the Job controller set only the legacy two
+        ({"app": "x", "controller-uid": "{uid}", "job-name": "{name}"}, 1),
+        # a manual selector: the user's labels, one of them by chance the Job's name
+        ({"job-name": "{name}", "role": "worker"}, 1),
+        # a label naming another Job stays
+        ({"batch.kubernetes.io/job-name": "other", "controller-uid": "{uid}"}, 1),
+        # not in the API server's order: kept as it is, a set per Job
+        ({"job-name": "{name}", "app": "x", "controller-uid": "{uid}"}, 3),
+        ({}, 1),
+    ],
+)
+def test_a_jobs_template_labels_read_back_as_they_were(labels: dict[str, str], specs: int) -> None:
+    jobs = [job(f"train-{i}", status={"active": 1}) for i in range(3)]
+    for j in jobs:
+        meta = j["metadata"]
+        j["spec"]["template"]["metadata"]["labels"] = {
+            k: v.format(uid=meta["uid"], name=meta["name"]) for k, v in labels.items()
+        }
+    slim = [o for o in _slimmed(jobs) if o["kind"] == "Job"]
+    for o, j in zip(slim, jobs, strict=True):
+        want = j["spec"]["template"]["metadata"]["labels"]
+        assert list(template_labels(o).items()) == list(want.items())
+    # Jobs alike but for the labels naming each keep one spec.
+    assert len({id(o["spec"]) for o in slim}) == specs
+
+
+def test_a_template_without_metadata_or_with_odd_metadata_is_kept_as_it_was() -> None:
+    bare, odd = job("train-0", status={}), job("train-1", status={})
+    del bare["spec"]["template"]["metadata"]
+    odd["spec"]["template"]["metadata"] = None
+    slim = {o["metadata"]["name"]: o for o in _slimmed([bare, odd]) if o["kind"] == "Job"}
+    assert "metadata" not in slim["train-0"]["spec"]["template"]
+    assert slim["train-1"]["spec"]["template"]["metadata"] is None
+    assert template_labels(slim["train-0"]) == template_labels(slim["train-1"]) == {}
 
 
 def _size(objs: Any, seen: set[int] | None = None) -> int:

@@ -22,6 +22,36 @@ POD_ANNOTATIONS = frozenset((KUEUE_QUEUE, *VOLCANO_GROUP, LIMIT_RANGER))
 OWNER_KINDS = ("Job", "StatefulSet", "DaemonSet", "ReplicaSet", "Deployment")
 
 
+# The labels the Job controller puts in a Job's pod template (the API server, when the Job is
+# made without a manual selector): the Job's own uid and name, under both generations of keys
+# (clusters before 1.27 set only the last two). A cached workload leaves out of its template's
+# labels those whose value is its own (`kube.slim`), naming them under `SELF_LABELS`, so
+# that the templates of a tenant's Jobs are one; `template_labels` puts them back.
+JOB_SELF_LABELS = {
+    "batch.kubernetes.io/controller-uid": "uid",
+    "batch.kubernetes.io/job-name": "name",
+    "controller-uid": "uid",
+    "job-name": "name",
+}
+SELF_LABELS = "_selfLabels"  # a cached template's metadata: the label keys it left out
+
+
+def template_labels(workload: Obj) -> dict[str, str]:
+    """The labels of `workload`'s pod template, as the API server printed them."""
+    tpl = ((workload.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    found: dict[str, str] = tpl.get("labels") or {}
+    left_out = tpl.get(SELF_LABELS)
+    if not left_out:
+        return found
+    own = meta(workload)
+    whole = dict(found)
+    for key in left_out:
+        value = own.get(JOB_SELF_LABELS[key])
+        if type(value) is str:  # it was, to be left out
+            whole[key] = value
+    return dict(sorted(whole.items()))  # the API server prints a map by its keys' order
+
+
 def pod_terminated(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
