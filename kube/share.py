@@ -146,13 +146,13 @@ class Sharer:
         self.keep(self._recent_labels, key, (made, name), limit=_RECENT_LABELS)
         return made
 
-    def made_of(self, parts: Sequence[Any], make: Callable[[], V], name: Any = None) -> V:
+    def made_of(self, parts: Sequence[Any], make: Callable[[], V], name: Hashable) -> V:
         """One instance of the values `make` makes of `parts`: plain values (text, numbers,
         empty dicts and lists) compared by value, the rest (what this sharer returned: shared
-        label sets, specs) by identity, so that nothing is encoded to look it up. As label sets are (`labels`),
-        a value of one object is kept only among the last few made, and one of a second
-        object (another `name`) for good: a workload's parts made of its own objects are
-        never found again, and cost no entry."""
+        label sets, specs) by identity, so that nothing is encoded to look it up. As label
+        sets are (`labels`), a value of one object (`name`) is kept only among the last few
+        made, and one of a second object for good: a workload's parts made of its own
+        objects are never found again, and cost no entry."""
         key = tuple([
             p if type(p) is str
             else (type(p), p) if type(p) in _PLAIN

@@ -229,6 +229,15 @@ def test_a_template_without_metadata_or_with_odd_metadata_is_kept_as_it_was() ->
     assert template_labels(slim["train-0"]) == template_labels(slim["train-1"]) == {}
 
 
+def test_a_template_label_key_that_is_not_text_keeps_its_labels_whole() -> None:
+    # A hand-written YAML snapshot may hold one (`1: x`); it is projected, not sorted.
+    made = job("train-0", status={})
+    labels = made["spec"]["template"]["metadata"]["labels"]
+    labels[1] = "x"  # type: ignore[index]
+    slim = projection("Job", Sharer())(copy.deepcopy(made))
+    assert template_labels(slim) == labels
+
+
 def _size(objs: Any, seen: set[int] | None = None) -> int:
     """Bytes held by `objs` and what they hold, each object counted once."""
     seen = set() if seen is None else seen
