@@ -1,12 +1,12 @@
-"""What slimming a cluster's pods and nodes costs: CPU time and the memory kept.
+"""What slimming a cluster's pods, nodes and Jobs costs: CPU time and the memory kept.
 
     python -m bench.slim --nodes 1000 [--against HEAD~1] [--rounds 5]
 
-Serialises the synthetic cluster's pods and nodes as 500-item list pages, decodes them typed
-(`kube.decode`) and projects them (`kube.slim`), as the cache does, without HTTP. Times the
-projection alone (the thread's CPU time, steady on a shared machine; best and every round)
-and measures, with tracemalloc, what the decoded and projected objects keep once the pages
-are dropped. `--against REV` does the same with `kube/slim.py` of a git revision (with
+Serialises the synthetic cluster's pods, nodes and Jobs as 500-item list pages, decodes
+them typed (`kube.decode`) and projects them (`kube.slim`), as the cache does, without HTTP.
+Times each kind's projection alone (the thread's CPU time, steady on a shared machine; best
+and every round) and measures, with tracemalloc, what the decoded and projected objects keep
+once the pages are dropped. `--against REV` does the same with `kube/slim.py` of a git revision (with
 today's `kube/share.py` and `kube/compact.py` importable), alternating rounds, in the same
 process.
 """
@@ -27,52 +27,66 @@ import kube.slim
 from bench.synth import cluster
 from kube.decode import list_decoder
 
-Pages = tuple[list[bytes], list[bytes]]
+# Each kind's list pages, in the order the cache's informers are filled.
+Pages = dict[str, list[bytes]]
+KINDS = ("Pod", "Node", "Job")
 
 
 def pages(nodes: int) -> Pages:
     objs, _ = cluster(nodes=nodes, pods=nodes * 30)
-    out: Pages = ([], [])
-    for kind, into in (("Pod", out[0]), ("Node", out[1])):
+    out: Pages = {}
+    for kind in KINDS:
         items = [o for o in objs if o["kind"] == kind]
-        into += [
+        out[kind] = [
             json.dumps({"items": items[i : i + 500]}).encode() for i in range(0, len(items), 500)
         ]
     return out
 
 
-def decoded(data: Pages) -> tuple[list[Any], list[Any]]:
-    pod, node = list_decoder("Pod"), list_decoder("Node")
-    assert pod is not None and node is not None
-    return [pod(p)["items"] for p in data[0]], [node(p)["items"] for p in data[1]]
+def decoded(data: Pages) -> dict[str, list[Any]]:
+    """Each kind's pages decoded typed: pods and nodes as in the first passes that measured
+    them, Jobs as the cache decodes them for its projection (their pod template's fields as
+    text)."""
+    out = {}
+    for kind, kind_pages in data.items():
+        decode = list_decoder(kind, projected=kind == "Job")
+        assert decode is not None
+        out[kind] = [decode(p)["items"] for p in kind_pages]
+    return out
 
 
-def project(module: Any, data: Pages) -> tuple[float, list[Any]]:
-    """Seconds of this thread's CPU to project the pages (the GC off, as in a sync)."""
-    pods, nodes = decoded(data)
-    slim_pod: Callable[[Any], Any] = module.projection("Pod")
-    slim_node: Callable[[Any], Any] = module.projection("Node")
+def project(module: Any, data: Pages) -> tuple[dict[str, float], list[Any]]:
+    """Seconds of this thread's CPU to project each kind's pages (the GC off, as in a sync)."""
+    objs = decoded(data)
+    seconds: dict[str, float] = {}
+    out: list[Any] = []
     gc.disable()
     try:
-        t = time.thread_time()
-        out = [slim_pod(p) for page in pods for p in page]
-        out += [slim_node(n) for page in nodes for n in page]
-        return time.thread_time() - t, out
+        for kind, kind_pages in objs.items():
+            slim: Callable[[Any], Any] = module.projection(kind)
+            t = time.thread_time()
+            out += [slim(o) for page in kind_pages for o in page]
+            seconds[kind] = time.thread_time() - t
+        return seconds, out
     finally:
         gc.enable()
 
 
-def kept(module: Any, data: Pages) -> float:
-    """MB the projected objects hold, once the pages and their decoded objects are gone."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        _, out = project(module, data)
+def kept(module: Any, data: Pages) -> dict[str, float]:
+    """Bytes each kind's projected objects hold, once the pages and their decoded objects
+    are gone (with what the kind's projection keeps to share them)."""
+    out: dict[str, float] = {}
+    for kind, kind_pages in data.items():
         gc.collect()
-        return tracemalloc.get_traced_memory()[0] / 2**20
-    finally:
-        tracemalloc.stop()
-        del out
+        tracemalloc.start()
+        try:
+            _, objs = project(module, {kind: kind_pages})
+            gc.collect()
+            out[kind] = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+            del objs
+    return out
 
 
 def revision(rev: str) -> types.ModuleType:
@@ -95,21 +109,23 @@ def main() -> None:
     modules = {"now": kube.slim}
     if args.against:
         modules = {args.against: revision(args.against), **modules}
-    times: dict[str, list[float]] = {name: [] for name in modules}
+    times: dict[str, dict[str, list[float]]] = {name: {k: [] for k in KINDS} for name in modules}
     for _ in range(args.rounds):
         for name, module in modules.items():
             seconds, out = project(module, data)
-            times[name].append(seconds)
+            for kind, t in seconds.items():
+                times[name][kind].append(t)
             del out
             gc.collect()
-    pods = args.nodes * 30
+    counts = {kind: sum(len(json.loads(p)["items"]) for p in data[kind]) for kind in KINDS}
     for name, module in modules.items():
-        ts = times[name]
-        mb = kept(module, data)
-        print(f"{name}: projection {min(ts):.3f}s best ({' '.join(f'{t:.3f}' for t in ts)}) = "
-              f"{min(ts) * 1e6 / pods:.1f} us a pod; kept {mb:.1f} MB = "
-              f"{mb * 2**20 / pods:.0f} B a pod, {mb * 1000 / args.nodes:.1f} MB per 1,000 "
-              f"nodes")  # fmt: skip
+        held = kept(module, data)
+        for kind in KINDS:
+            ts, n = times[name][kind], counts[kind]
+            print(f"{name} {kind} x{n}: projection {min(ts):.3f}s best "
+                  f"({' '.join(f'{t:.3f}' for t in ts)}) = {min(ts) * 1e6 / n:.1f} us each; "
+                  f"kept {held[kind] / 2**20:.1f} MB = {held[kind] / n:.0f} B each, "
+                  f"{held[kind] / 2**20 * 1000 / args.nodes:.1f} MB per 1,000 nodes")  # fmt: skip
 
 
 if __name__ == "__main__":
