@@ -32,15 +32,18 @@ Pages = dict[str, list[bytes]]
 KINDS = ("Pod", "Node", "Job")
 
 
-def pages(nodes: int) -> Pages:
+def pages(nodes: int) -> tuple[Pages, dict[str, int]]:
+    """Each kind's list pages, and how many objects they hold."""
     objs, _ = cluster(nodes=nodes, pods=nodes * 30)
     out: Pages = {}
+    counts: dict[str, int] = {}
     for kind in KINDS:
         items = [o for o in objs if o["kind"] == kind]
         out[kind] = [
             json.dumps({"items": items[i : i + 500]}).encode() for i in range(0, len(items), 500)
         ]
-    return out
+        counts[kind] = len(items)
+    return out, counts
 
 
 def decoded(data: Pages) -> dict[str, list[Any]]:
@@ -104,7 +107,7 @@ def main() -> None:
     parser.add_argument("--against", help="a git revision whose kube/slim.py to compare")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    data = pages(args.nodes)
+    data, counts = pages(args.nodes)
     gc.collect()
     modules = {"now": kube.slim}
     if args.against:
@@ -117,7 +120,6 @@ def main() -> None:
                 times[name][kind].append(t)
             del out
             gc.collect()
-    counts = {kind: sum(len(json.loads(p)["items"]) for p in data[kind]) for kind in KINDS}
     for name, module in modules.items():
         held = kept(module, data)
         for kind in KINDS:
