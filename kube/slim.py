@@ -470,10 +470,10 @@ _MADE = object()  # a template's metadata made of its parts (not an odd value ke
 
 
 def _template_parts(template: Obj, meta: Obj, sharer: Sharer) -> tuple[Any, ...]:
-    """A pod template's parts, shared: which of its metadata and spec it has, its metadata
-    (`_MADE`, or a value of unexpected type as it is), its labels but those naming the
-    workload itself, the keys of those, the annotations the engine reads of a pod, and its
-    spec kept as a pod's. `ABSENT` for what it does not have."""
+    """A pod template's parts, shared: its metadata (`_MADE`, or a value of unexpected type
+    as it is), its labels but those naming the workload itself, the keys of those, the
+    annotations the engine reads of a pod, and its spec kept as a pod's. `ABSENT` for what
+    it does not have."""
     tpl_meta = template.get("metadata", ABSENT)
     labels = notes = ABSENT
     left_out: tuple[str, ...] = ()
