@@ -191,6 +191,12 @@ class CachedSource(SourceDefaults):
             return self._live().objects(kind, namespace=namespace)
         return inf.items(namespace if inf.rt.namespaced else None)
 
+    def count(self, kind: str, *, namespace: str | None = None) -> int | None:
+        inf = self._informer(kind)
+        if inf is None:  # read from the API: the caller lists
+            return None
+        return inf.count(namespace if inf.rt.namespaced else None)
+
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         return events_for(self.client, namespace=namespace, kind=kind, name=name)
 

@@ -123,6 +123,12 @@ class Informer:
     def _all(self) -> list[Obj]:
         return [obj for held in self._by_ns.values() for obj in held.values()]
 
+    def count(self, namespace: str | None = None) -> int:
+        """How many objects `items` would hand out, without making its list (after a change,
+        a list of every Job of a batch cluster: 565,000 at 20,000 nodes)."""
+        with self._lock:
+            return self._count if namespace is None else len(self._by_ns.get(namespace, _NONE))
+
     def __len__(self) -> int:
         return self._count
 

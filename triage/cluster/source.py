@@ -139,6 +139,12 @@ class Indexes(Protocol):
         keep both indexes."""
         ...
 
+    def count(self, kind: str, *, namespace: str | None = None) -> int | None:
+        """How many objects of `kind` (in `namespace`, or all) the source holds, without
+        handing them out; raises as `objects` does. None: it would have to list them (the
+        caller reads them itself)."""
+        ...
+
 
 class Context(Protocol):
     """What the source knows of the place it is used from."""
@@ -187,6 +193,9 @@ class SourceDefaults:
     def unmatched(
         self, kind: str, index: str, other_kind: str, other_index: str
     ) -> list[Obj] | None:
+        return None
+
+    def count(self, kind: str, *, namespace: str | None = None) -> int | None:
         return None
 
     @cached_property

@@ -119,6 +119,11 @@ class SweepSource:
             return None
         return self._source.unmatched(kind, index, other_kind, other_index)
 
+    def count(self, kind: str, *, namespace: str | None = None) -> int | None:
+        if self.state.log is not None:  # a triage's reads: the caller lists them, noted
+            return None
+        return self._source.count(kind, namespace=namespace)
+
     def node_usage(self) -> Mapping[str, NodeUsage]:
         return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]
 

@@ -17,9 +17,10 @@ node, some bound to a broken one) is one item per place, each triaged on its own
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import (
@@ -30,6 +31,7 @@ from triage.cluster.indexes import (
     owners_with_pods,
     troubled_pods,
 )
+from triage.cluster.lazy import cached_property
 from triage.cluster.objects import (
     OWNER_KINDS,
     Obj,
@@ -46,6 +48,8 @@ from triage.cluster.quantities import gpu_requests, pod_requests, wants_gpu
 from triage.cluster.source import ClusterSource, ReadFailedError
 from triage.layers.bound import rejection
 from triage.layers.stacks.components import pod_component
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +106,36 @@ def _place(pod: Obj) -> str:
 
 
 class _Owners:
-    """The owners that exist in one scope, read once, and the nearest existing owner of a pod."""
+    """The owners that exist in one scope, and the nearest existing owner of a pod. Whether
+    any of each kind exists is asked once, as the finding starts (an owner kind that cannot be
+    read is said then); a kind's objects are listed only when needed, and never where the
+    source counts them and files them by name (the cache: after a change, a list of every Job
+    of a batch cluster is remade, 70 ms at 20,000 nodes)."""
 
     def __init__(self, source: ClusterSource, read: _Read, ns: str | None) -> None:
-        self.by_kind = {kind: read(kind, ns) for kind in OWNER_KINDS}
-        self._source = source
+        self._source, self._read, self._ns = source, read, ns
+        self._lists: dict[str, list[Obj]] = {}
         self._names: dict[str, set[tuple[str, str]]] = {}  # where the source has no BY_NAME
-        self.rs_parent = {
+        self.held = {kind: self._held(kind) for kind in OWNER_KINDS}
+
+    def _held(self, kind: str) -> bool:
+        counted = self._read.count(kind, self._ns)
+        return bool(self.listed(kind)) if counted is None else counted > 0
+
+    def listed(self, kind: str) -> list[Obj]:
+        found = self._lists.get(kind)
+        if found is None:
+            found = self._lists[kind] = self._read(kind, self._ns)
+        return found
+
+    @cached_property
+    def rs_parent(self) -> dict[tuple[str, str], str]:
+        """Each ReplicaSet's Deployment, by the ReplicaSet's namespace and name."""
+        if not self.held["ReplicaSet"]:
+            return {}
+        return {
             (ns_of(rs), name_of(rs)): ref[1]
-            for rs in self.by_kind["ReplicaSet"]
+            for rs in self.listed("ReplicaSet")
             if (ref := owner(rs)) and ref[0] == "Deployment"
         }
 
@@ -118,14 +143,14 @@ class _Owners:
         """Whether a `kind` named `name` in `ns` (within the scope) is among those read: asked
         of the source's by-name index (the cache's store), so that a sweep does not walk
         every Job of a batch cluster to know their names."""
-        if not self.by_kind.get(kind):  # none in the scope, or unread: none known
+        if not self.held.get(kind):  # none in the scope, or unread: none known
             return False
         found = self._source.indexed(kind, BY_NAME, (ns, name))
         if found is not None:
             return bool(found)
         names = self._names.get(kind)
         if names is None:
-            names = self._names[kind] = {(ns_of(w), name_of(w)) for w in self.by_kind[kind]}
+            names = self._names[kind] = {(ns_of(w), name_of(w)) for w in self.listed(kind)}
         return (ns, name) in names
 
     def podless(self, kind: str, ns: str | None) -> list[Obj]:
@@ -133,14 +158,13 @@ class _Owners:
         is the cluster, those the source files as wanting pods (`WORKLOAD_OPEN`, kept by the
         watches) under a key no pod's owner reference files under (`unmatched`), else those
         read, each asked of the pod index. (At 20,000 nodes: 4 ms against 96 ms.)"""
-        read = self.by_kind[kind]
-        if not read:  # none in the scope, or unread: none known
+        if not self.held[kind]:  # none in the scope, or unread: none known
             return []
         if ns is None and (kind, WORKLOAD_OPEN) in INDEXERS:
             found = self._source.unmatched(kind, WORKLOAD_OPEN, "Pod", POD_OWNER)
             if found is not None:
                 return [w for w in found if wants_pods(w)]  # the index's odd values too
-        wanting = [w for w in read if wants_pods(w)]
+        wanting = [w for w in self.listed(kind) if wants_pods(w)]
         keys = [(ns_of(w), kind, name_of(w)) for w in wanting]
         has = owners_with_pods(self._source, keys)
         return [w for w, owns in zip(wanting, has, strict=True) if not owns]
@@ -164,15 +188,24 @@ class _Read:
         self.source, self.unread = source, unread
 
     def __call__(self, kind: str, ns: str | None) -> list[Obj]:
+        return self._reading(kind, lambda: self.source.objects(kind, namespace=ns), [])
+
+    def count(self, kind: str, ns: str | None) -> int | None:
+        """How many the source holds (`ClusterSource.count`: None, it would list them); 0
+        for a kind that cannot be read, said as a list that fails is."""
+        unreadable: int | None = 0
+        return self._reading(kind, lambda: self.source.count(kind, namespace=ns), unreadable)
+
+    def _reading(self, kind: str, read: Callable[[], T], failed: T) -> T:
         try:
-            return self.source.objects(kind, namespace=ns)
+            return read()
         except ReadFailedError as e:
             if self.unread is None:
                 raise
             line = f"{e}: {_HIDDEN.get(kind, 'its objects are not used')}"
             if line not in self.unread:
                 self.unread.append(line)
-            return []
+            return failed
 
 
 def stuck_workloads(
