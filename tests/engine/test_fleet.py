@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gc
 import importlib
+import threading
 from pathlib import Path
 
 import pytest
 
 from triage import load_snapshot, triage
+from triage.cluster.source import ForbiddenError
 from triage.engine import verdict
 from triage.fleet import Sweep, SweepSource, stuck_workloads, sweep
 from triage.model import Layer, PodRef, TriageVerdict, shared_fields
@@ -136,6 +138,46 @@ def test_a_sweep_lists_events_once_for_all_its_triages() -> None:
     rq = next(g for g in result.groups if g.code == "quota.resourcequota-exceeded")
     assert rq.blocking == ["ResourceQuota team-nlp/gpu-quota"]
     assert isinstance(SweepSource(source).cluster_name, str)  # type: ignore[arg-type]
+
+
+def test_a_sweep_reads_the_events_while_it_still_looks_for_stuck_workloads() -> None:
+    """Once a sweep has found a stuck pod, its events list (a request per 500 events, the
+    first triage's wait) is read on a thread of its own while the search goes on: here the
+    search for Jobs without pods waits until the list has started. A list that fails is
+    said as before."""
+    started = threading.Event()
+    waited: list[bool] = []
+
+    class Searching(Counting):
+        def objects(self, kind: str, *, namespace: str | None = None) -> list[dict]:
+            if kind == "Event":
+                started.set()
+            return super().objects(kind, namespace=namespace)
+
+        def unmatched(self, *args: str) -> object:
+            waited.append(started.wait(10))  # the search's last step, after the pods
+            return self.inner.unmatched(*args)  # type: ignore[attr-defined]
+
+    source = Searching(load_snapshot(FIXTURES / "fleet-many-causes.yaml"))
+    result = sweep(source)  # type: ignore[arg-type]
+    assert waited and all(waited) and source.event_lists == 1
+    assert [g.key for g in result.groups] == [g.key for g in sweep(source.inner).groups]  # type: ignore[arg-type]
+    rq = next(g for g in result.groups if g.code == "quota.resourcequota-exceeded")
+    assert rq.blocking == ["ResourceQuota team-nlp/gpu-quota"]  # a FailedCreate event's
+
+    class Refused(Counting):
+        def objects(self, kind: str, *, namespace: str | None = None) -> list[dict]:
+            if kind == "Event":
+                raise ForbiddenError(verb="list", resource="events", namespace=namespace)
+            return super().objects(kind, namespace=namespace)
+
+    refused = sweep(Refused(load_snapshot(FIXTURES / "fleet-many-causes.yaml")))  # type: ignore[arg-type]
+    assert refused.workloads == 20
+    assert [line for line in refused.unread if "events" in line] == [
+        "cannot list events at cluster scope: grant list on events: events are not used as "
+        "evidence",
+        "cannot list events at cluster scope: grant list on events for 26 workload(s)",
+    ]
 
 
 def test_a_sweep_pauses_the_cyclic_gc_and_gives_it_back_even_when_it_fails() -> None:

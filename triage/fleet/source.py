@@ -4,7 +4,9 @@ hold)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +48,7 @@ class SweepSource:
         self._source = source
         self.state = state or SweepState()
         self._events: dict[tuple[str, str, str], list[Obj]] | None = None
+        self._events_ahead: Future[list[Obj]] | None = None
         self.events_failed: ReadFailedError | None = None  # said to every triage, once read
 
     # --- what the source says of itself: the cluster's -------------------------------------
@@ -127,12 +130,32 @@ class SweepSource:
     def node_usage(self) -> Mapping[str, NodeUsage]:
         return self._read((USAGE,), self._source.node_usage)  # type: ignore[no-any-return]
 
+    def read_events_ahead(self) -> None:
+        """Start listing the cluster's events now, on a thread of its own: the sweep found a
+        workload to triage, and every triage reads them. The list (a request per 500
+        events) is then read while the sweep goes on finding the others, not in the first
+        triage. The first call only."""
+        if self._events_ahead is not None or self._events is not None:
+            return
+        ahead: Future[list[Obj]] = Future()
+        self._events_ahead = ahead
+
+        def read() -> None:
+            try:
+                ahead.set_result(self._source.objects("Event"))
+            except Exception as e:  # said by the triage that reads them, as if it had read
+                ahead.set_exception(e)
+
+        threading.Thread(target=read, name="sweep-events", daemon=True).start()
+
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         if self.events_failed is not None:  # one failed list, not one per triage
             raise self.events_failed
         if self._events is None:
+            ahead = self._events_ahead
             try:
-                self._events = by_subject(self._source.objects("Event"))
+                listed = self._source.objects("Event") if ahead is None else ahead.result()
+                self._events = by_subject(listed)
             except ReadFailedError as e:
                 self.events_failed = e
                 raise

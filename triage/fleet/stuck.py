@@ -213,13 +213,15 @@ def stuck_workloads(
     namespaces: Iterable[str] | None = None,
     *,
     unread: list[str] | None = None,
+    found_one: Callable[[], None] | None = None,
 ) -> list[Stuck]:
     """Every stuck workload in `namespaces` (None: all), sorted; a workload stuck in several
     places (waiting for a node, on node X) once per place.
 
     The pods must be read; an owner kind that cannot be read is said in `unread` when that
     list is given, and raised otherwise: its pods are then reported under their own names, and
-    its workloads that have no pod are not found.
+    its workloads that have no pod are not found. `found_one` is called when the first stuck
+    pod or podless workload is found (a sweep starts reading what its triages will read).
     """
     scopes: list[str | None] = [None] if namespaces is None else list(namespaces)
     read = _Read(source, unread)
@@ -232,12 +234,18 @@ def stuck_workloads(
             node = (pod.get("spec") or {}).get("nodeName")
             if not _stuck(pod, on_bad_node=node in bad_nodes):
                 continue
+            if found_one is not None:
+                found_one()
+                found_one = None
             kind, name = owners.of(pod)
             places.setdefault((kind, name), {}).setdefault(_place(pod), []).append(pod)
         for (kind, name), by_place in places.items():
             _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
             for w in owners.podless(kind, ns):  # a workload's pods, if stuck, were counted above
+                if found_one is not None:
+                    found_one()
+                    found_one = None
                 _add_podless(found, owners, kind, w)
     return [found[k] for k in sorted(found)]
 

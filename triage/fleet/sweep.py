@@ -81,7 +81,7 @@ def _sweep(
     stamp = now or source.as_of or datetime.now(UTC)
     scope = None if namespaces is None else list(namespaces)
     unread: list[str] = []
-    items = stuck_workloads(shared, scope, unread=unread)
+    items = stuck_workloads(shared, scope, unread=unread, found_one=shared.read_events_ahead)
     listing_failed = bool(unread)
     run = _Run(shared, config=config, playbook=playbook, now=now, memo=memo)
     pools = _Pools(shared, playbook.node_pools.labels)
