@@ -109,8 +109,8 @@ class _Owners:
     """The owners that exist in one scope, and the nearest existing owner of a pod. Whether
     any of each kind exists is asked once, as the finding starts (an owner kind that cannot be
     read is said then); a kind's objects are listed only when needed, and never where the
-    source counts them and files them by name (the cache: after a change, a list of every Job
-    of a batch cluster is remade, 70 ms at 20,000 nodes)."""
+    source counts them and files them by name (the cache: after a change, its list of every Job
+    of a batch cluster is remade, 565,000 Jobs in 19-26 ms at 20,000 nodes)."""
 
     def __init__(self, source: ClusterSource, read: _Read, ns: str | None) -> None:
         self._source, self._read, self._ns = source, read, ns
