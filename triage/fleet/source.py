@@ -143,8 +143,8 @@ class SweepSource:
         def read() -> None:
             try:
                 ahead.set_result(self._source.objects("Event"))
-            except Exception as e:  # said by the triage that reads them, as if it had read
-                ahead.set_exception(e)
+            except BaseException as e:  # raised to the triage that reads them, as if it read
+                ahead.set_exception(e)  # (anything: a triage must never wait for a dead thread)
 
         threading.Thread(target=read, name="sweep-events", daemon=True).start()
 
