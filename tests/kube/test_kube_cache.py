@@ -821,6 +821,14 @@ def test_batched_lines_keep_their_order_and_go_before_a_cut(
     assert got == lines
 
 
+def _job(name: str, *, parallelism: int = 1, done: bool = False) -> Obj:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "team-0", "uid": f"uid-{name}"},
+            "spec": {"parallelism": parallelism, "template": {"spec": pod("x")["spec"]}},
+            "status": {"conditions": [{"type": "Complete", "status": "True"}]
+                       if done else []}}  # fmt: skip
+
+
 def test_a_sweep_through_the_cache_lists_no_job_after_a_change(
     api: FakeApiServer, kubeconfig: str
 ) -> None:
@@ -831,45 +839,36 @@ def test_a_sweep_through_the_cache_lists_no_job_after_a_change(
     from triage.fleet import sweep
     from triage.fleet.stuck import stuck_workloads
 
-    def job(name: str, *, parallelism: int = 1, done: bool = False) -> Obj:
-        return {"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": name, "namespace": "team-0", "uid": f"uid-{name}"},
-                "spec": {"parallelism": parallelism, "template": {"spec": pod("x")["spec"]}},
-                "status": {"conditions": [{"type": "Complete", "status": "True"}]
-                           if done else []}}  # fmt: skip
-
     api.forbidden.add(("deployments", None))  # before the cache starts: never synced
     seed(api)
-    client_api, name = load_client(kubeconfig=kubeconfig)
-    cache = CachedSource(RawClient(client_api, cluster_name=name), watch_timeout=5)
-    cache.start()
-    assert cache.wait_synced(10)
     api.apply(pod("waiting-0", ns="team-0", owner=("Job", "waiting")))
     api.apply(pod("orphan", ns="team-0", owner=("Job", "gone")))
-    pods_rv = str(api.rv)
-    for name in ("waiting", "held", "done"):
-        api.apply(job(name, done=name == "done"))
-    rv = str(api.rv)
-    wait_for(
-        lambda: (cache.resource_version("Job"), cache.resource_version("Pod")) == (rv, pods_rv)
-    )
-    api.apply(job("held", parallelism=2))  # a change: the Job list handed out is dropped
-    rv = str(api.rv)
-    wait_for(lambda: cache.resource_version("Job") == rv)
-    jobs = cache._informers["Job"]
-    assert jobs.count() == 3 and jobs.count("team-0") == 3 and jobs.count("team-1") == 0
-    assert cache.count("Job", namespace="team-1") == 0 and cache.count("Node") == 4
-    assert None not in jobs._lists
+    for made in ("waiting", "held", "done"):
+        api.apply(_job(made, done=made == "done"))
+    client_api, cluster = load_client(kubeconfig=kubeconfig)
+    cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        api.apply(_job("held", parallelism=2))  # a change: the Job list handed out is dropped
+        rv = str(api.rv)
+        wait_for(lambda: cache.resource_version("Job") == rv)
+        jobs = cache._informers["Job"]
+        assert jobs.count() == 3 and jobs.count("team-0") == 3 and jobs.count("team-1") == 0
+        assert cache.count("Job", namespace="team-1") == 0 and cache.count("Node") == 4
+        assert cache.count("Deployment") is None  # not cached: the caller lists (refused)
+        assert None not in jobs._lists
 
-    result = sweep(cache)
-    assert None not in jobs._lists  # nor made by the sweep
-    found = {(m.kind, m.name) for g in result.groups for m in g.members}
-    found |= {(m.kind, m.name) for m in [*result.waiting, *result.unknown]}
-    assert found == {("Job", "waiting"), ("Job", "held"), ("Pod", "orphan")}
-    assert any(line.startswith("cannot list deployments") for line in result.unread)
+        result = sweep(cache)
+        assert None not in jobs._lists  # nor made by the sweep
+        found = {(m.kind, m.name) for g in result.groups for m in g.members}
+        found |= {(m.kind, m.name) for m in [*result.waiting, *result.unknown]}
+        assert found == {("Job", "waiting"), ("Job", "held"), ("Pod", "orphan")}
+        assert any(line.startswith("cannot list deployments") for line in result.unread)
 
-    copy = MemorySource(
-        [o for kind in ("Node", "Pod", "Job", "Namespace") for o in cache.objects(kind)]
-    )
-    assert stuck_workloads(cache, unread=[]) == stuck_workloads(copy)
-    cache.close()
+        copy = MemorySource(
+            [o for kind in ("Node", "Pod", "Job", "Namespace") for o in cache.objects(kind)]
+        )
+        assert stuck_workloads(cache, unread=[]) == stuck_workloads(copy)
+    finally:
+        cache.close()
