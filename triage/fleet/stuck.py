@@ -220,8 +220,9 @@ def stuck_workloads(
 
     The pods must be read; an owner kind that cannot be read is said in `unread` when that
     list is given, and raised otherwise: its pods are then reported under their own names, and
-    its workloads that have no pod are not found. `found_one` is called when the first stuck
-    pod or podless workload is found (a sweep starts reading what its triages will read).
+    its workloads that have no pod are not found. `found_one` is called as soon as stuck pods
+    or podless workloads are found, and may be called again (a sweep starts reading what its
+    triages will read, once).
     """
     scopes: list[str | None] = [None] if namespaces is None else list(namespaces)
     read = _Read(source, unread)
@@ -230,22 +231,23 @@ def stuck_workloads(
     for ns in scopes:
         owners = _Owners(source, read, ns)
         places: dict[tuple[str, str], dict[str, list[Obj]]] = {}
-        for pod in _candidates(source, ns, bad_nodes):
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not _stuck(pod, on_bad_node=node in bad_nodes):
-                continue
-            if found_one is not None:
-                found_one()
-                found_one = None
+        stuck = [
+            pod
+            for pod in _candidates(source, ns, bad_nodes)
+            if _stuck(pod, on_bad_node=(pod.get("spec") or {}).get("nodeName") in bad_nodes)
+        ]
+        if stuck and found_one is not None:
+            found_one()
+        for pod in stuck:
             kind, name = owners.of(pod)
             places.setdefault((kind, name), {}).setdefault(_place(pod), []).append(pod)
         for (kind, name), by_place in places.items():
             _add_places(found, kind, name, by_place)
         for kind in ("Job", "ReplicaSet", "StatefulSet"):
-            for w in owners.podless(kind, ns):  # a workload's pods, if stuck, were counted above
-                if found_one is not None:
-                    found_one()
-                    found_one = None
+            podless = owners.podless(kind, ns)  # a workload's pods, if stuck, were counted above
+            if podless and found_one is not None:
+                found_one()
+            for w in podless:
                 _add_podless(found, owners, kind, w)
     return [found[k] for k in sorted(found)]
 
