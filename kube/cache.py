@@ -22,6 +22,8 @@ from kube.fastjson import gc_paused
 from kube.informer import Informer
 from kube.lists import events_for, kind_type
 from kube.live import LiveSource
+from kube.share import Sharer
+from kube.slim import projection
 from triage.cluster.objects import Obj
 from triage.cluster.source import KINDS, SourceDefaults, SourceStatus, UnavailableError
 from triage.cluster.usage import NodeUsage, UsageIndex
@@ -29,6 +31,8 @@ from triage.cluster.usage import NodeUsage, UsageIndex
 T = TypeVar("T")
 
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
+# Owner kinds whose first list the pods' first list waits for (see `CachedSource`).
+_POD_OWNERS_FIRST = ("Job",)
 log = logging.getLogger(__name__)
 
 
@@ -54,6 +58,13 @@ class CachedSource(SourceDefaults):
     """ClusterSource served from watches. `start()`, optionally `wait_synced()`, then read.
 
     Thread-safe: any number of triages may read while the watch threads update.
+
+    The pods' first list starts once the Jobs' first list has ended (listed or failed), so
+    that a Job's pods hold the Job's own name and uid strings (in their owner reference and
+    in the labels the Job controller sets), not equal copies: 137 bytes less a pod of a batch
+    cluster (`Sharer`'s `owner`). On one core the two lists cost no more one after the other:
+    decoding both at once, the two threads contend for the interpreter (a cold sync took
+    more CPU so, not less). A pod the watch adds later finds its Job already cached.
     """
 
     def __init__(
@@ -77,21 +88,31 @@ class CachedSource(SourceDefaults):
         self._closing = threading.Event()
         self.usage = UsageIndex()
         self._sync_timeout, self._stale_after = sync_timeout, stale_after
-        self._informers: dict[str, Informer] = {}
-        for kind in kinds:
-            self._informers[kind] = Informer(
+        made: dict[str, Informer] = {}
+        for kind in sorted(kinds, key=lambda k: k == "Pod"):  # the pods' last: see the class
+            pods = kind == "Pod"
+            made[kind] = Informer(
                 client,
                 KINDS[kind],
                 watch_timeout=watch_timeout,
                 max_backoff=max_backoff,
                 freeze_gc=freeze_gc,
                 watch_list=watch_list,
-                on_change=self.usage.change if kind == "Pod" else None,
-                on_replace=self.usage.replace if kind == "Pod" else None,
+                on_change=self.usage.change if pods else None,
+                on_replace=self.usage.replace if pods else None,
+                project=projection(kind, Sharer(owner=self._owner)) if pods else None,
+                after=[made[k] for k in _POD_OWNERS_FIRST if pods and k in made],
             )
+        self._informers = {kind: made[kind] for kind in kinds}
         self._started = False
         self._start_lock = threading.Lock()
         # Node health and other per-object work the engine remembers between triages.
+
+    def _owner(self, kind: str, namespace: str, name: object) -> Obj | None:
+        """A pod's owner as cached, whose name and uid strings the pod's projection takes
+        (see the class)."""
+        inf = self._informers.get(kind)
+        return None if inf is None or type(name) is not str else inf.get(namespace, name)
 
     @property
     def cluster_name(self) -> str:

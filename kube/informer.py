@@ -66,14 +66,20 @@ class Informer:
         freeze_gc: bool = True,
         watch_list: bool = True,
         backoff: Backoff | None = None,
+        project: Callable[[Obj], Obj] | None = None,
+        after: Sequence[Informer] = (),
     ) -> None:
+        """`project`: what the cache keeps of each object (`kube.slim.projection` of the kind
+        by default). `after`: informers whose first list must have ended, listed or not, before
+        this one's first list starts (see `CachedSource`)."""
         self.client, self.rt = client, rt
         # Sync by the watch-list protocol (kube.lists.stream_objects) until the server refuses
         # it once; then by paginated lists. `protocol` says which the last sync used.
         self.watch_list = watch_list
         self.protocol = ""
         self.freeze_gc = freeze_gc  # freeze the store and indexes once built (kube.fastjson)
-        self._project = projection(rt.kind)
+        self._project = project or projection(rt.kind)
+        self._after = tuple(after)
         self._on_change, self._on_replace = on_change, on_replace
         self._watch_timeout = watch_timeout
         self.backoff = backoff or Backoff(first=min(0.5, max_backoff), cap=max_backoff)
@@ -96,6 +102,7 @@ class Informer:
         self.relists = 0
         self._listed = False  # a list ever succeeded
         self.synced = threading.Event()  # set once the first list settled (even as absent)
+        self.tried = threading.Event()  # set once a list ended, listed or failed
         self._stop = threading.Event()
         self._shutdown: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{rt.plural}", daemon=True)
@@ -209,6 +216,10 @@ class Informer:
     def _run(self) -> None:
         backoff = self.backoff
         need_list = True
+        for first in self._after:
+            while not first.tried.wait(0.2):
+                if self._stop.is_set():
+                    return
         while not self._stop.is_set():
             try:
                 if need_list:
@@ -243,6 +254,7 @@ class Informer:
 
     def _fail(self, e: SourceError, *, state: State) -> None:
         self.error = e
+        self.tried.set()
         if self.down_since is None:
             self.down_since = time.monotonic()
         if state == "forbidden":
@@ -282,6 +294,7 @@ class Informer:
         self._listed = True
         self._healthy()
         self.synced.set()
+        self.tried.set()
 
     def _initial(self) -> tuple[list[Obj], str]:
         """Every object and the resourceVersion to watch from: streamed while the server

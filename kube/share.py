@@ -49,7 +49,11 @@ def digest(data: bytes) -> int:
 class Sharer:
     """Returns one canonical instance for equal JSON values and short strings."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner: Callable[[str, str, Any], Obj | None] | None = None) -> None:
+        """`owner(kind, namespace, name)`: the object an owner reference names, as cached (None
+        when it is not): the owner references and labels this sharer makes then hold its name
+        and uid strings, not copies (see `owners`)."""
+        self._owner = owner
         self._values: dict[int, Any] = {}
         # Whole values looked up by a key their maker chose (`keep`): pod specs by the spec
         # as decoded, statuses by what their slim form keeps (`kube.slim`).
@@ -180,7 +184,7 @@ class Sharer:
     def text(value: Any) -> Any:
         return intern(value) if type(value) is str and len(value) <= 64 else value
 
-    def owners(self, refs: list[Obj]) -> list[Obj]:
+    def owners(self, refs: list[Obj], namespace: Any = None) -> list[Obj]:
         """One list of owner references for neighbouring objects with the same owners: the
         pods of a Job or of a DaemonSet come one after another in a list's name order (and
         in a watch's bursts). Only the last few are kept: most owners have a single pod, and
@@ -203,7 +207,10 @@ class Sharer:
         if found is not None:
             return found
         # The kind and API version repeat; the owner's name is interned by nothing: most
-        # owners have one pod, and their names would only grow the interpreter's table.
+        # owners have one pod, and their names would only grow the interpreter's table. The
+        # owner's own strings, when it is cached, are used instead.
+        if self._owner is not None and type(namespace) is str:
+            key = tuple([self._adopt(values, namespace) for values in key])
         made = [
             compact(_OWNER_REF, (intern(values[0]), intern(values[1]), *values[2:]))
             if ABSENT not in values and type(values[0]) is str and type(values[1]) is str
@@ -213,6 +220,26 @@ class Sharer:
         if key:
             self.keep(self._owners, key, made, limit=_RECENT_OWNERS)
         return made
+
+    def _adopt(self, values: tuple[Any, ...], namespace: str) -> tuple[Any, ...]:
+        """An owner reference's fields (of `_OWNER_REF`), its name the cached owner's own
+        string; that owner's uid is then among the recent values, for `labels` to take (the Job
+        controller labels a Job's pods with its name and uid: 137 bytes a pod of a Job).
+        Another owner of the same name (a Job made again) gives its name, not its uid: a value
+        is taken only when equal."""
+        assert self._owner is not None
+        kind, name = values[1], values[2]
+        found = self._owner(kind, namespace, name) if type(kind) is str else None
+        meta = found.get("metadata") if type(found) is dict else None
+        if type(meta) is not dict:
+            return values
+        uid = meta.get("uid")
+        if type(uid) is str:
+            self.keep(self._recent_values, uid, uid, limit=_RECENT_VALUES)
+        own = meta.get("name")
+        if own == name and type(own) is str:
+            return (*values[:2], own, *values[3:])
+        return values
 
 
 ABSENT = object()  # a field an owner reference does not have (not the same as null)

@@ -92,7 +92,7 @@ def slim_meta(
             meta[k] = intern(v)
     refs = meta.get("ownerReferences")
     if refs:
-        meta["ownerReferences"] = refs = sharer.owners(refs)
+        meta["ownerReferences"] = refs = sharer.owners(refs, meta.get("namespace"))
     if share_labels and "labels" in meta:
         meta["labels"] = sharer.labels(meta["labels"], refs, meta.get("name"))
     if "annotations" in meta:

@@ -39,7 +39,9 @@ def test_live_bot_serves_each_context_from_a_synced_cache(tmp_path: Path) -> Non
             assert report.data_age_note is None  # the watch is up: nothing stale to say
             # Informers for APIs that are not installed re-check now and then in the background;
             # what the triage itself sends is the events request and no list of nodes or pods.
-            sent = [path for path, q in api.requests[before:] if q.get("watch") != "true"]
+            sent = [
+                path for path, q in api.requests[before:] if q.get("watch") not in ("1", "true")
+            ]
             assert "/api/v1/namespaces/team-a/events" in sent
             assert not [p for p in sent if p.endswith(("/nodes", "/pods"))]
             with pytest.raises(LookupError):  # a context the kubeconfig lacks: unknown

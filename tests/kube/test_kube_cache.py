@@ -872,3 +872,97 @@ def test_a_sweep_through_the_cache_lists_no_job_after_a_change(
         assert stuck_workloads(cache, unread=[]) == stuck_workloads(copy)
     finally:
         cache.close()
+
+
+def _job_pod(job: Obj, suffix: str) -> Obj:
+    """A pod of `job` as the Job controller makes it: its name and uid in four labels and in
+    its owner reference."""
+    name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+    labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+              "controller-uid": uid, "job-name": name, "team": "vision"}  # fmt: skip
+    made = pod(f"{name}-{suffix}", ns="team-0", node_name="n0", phase="Running", labels=labels)
+    made["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": name,
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    return made
+
+
+def test_a_jobs_pods_hold_the_jobs_own_name_and_uid(api: FakeApiServer, kubeconfig: str) -> None:
+    """The pods are listed once the Jobs are cached, so that a Job's pods hold its name and
+    uid strings, not equal copies (137 bytes a pod of a batch cluster): the listed pods, those
+    of a Job with two, and a pod the watch adds later. What the cache holds is what a fresh
+    list projects, as before; a pod whose Job was made again under its name (another uid)
+    keeps its own uid."""
+    api.apply(node("n0"))
+    jobs = [_job(f"train-{i}") for i in range(6)]
+    for job in jobs:
+        api.apply(job)
+        api.apply(_job_pod(job, "a1b2c"))
+    api.apply(_job_pod(jobs[2], "x9y8z"))  # two pods
+    remade = _job("train-9")
+    api.apply(_job_pod({"metadata": remade["metadata"] | {"uid": "old"}}, "q"))
+    api.apply(remade)  # made again under its name: another uid than its pod's
+    client_api, cluster = load_client(kubeconfig=kubeconfig)
+    cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        late = _job("late")
+        api.apply(late)
+        rv = str(api.rv)
+        wait_for(lambda: cache.resource_version("Job") == rv)
+        api.apply(_job_pod(late, "l4t3r"))
+        rv = str(api.rv)
+        wait_for(lambda: cache.resource_version("Pod") == rv)
+
+        held = cache.objects("Pod", namespace="team-0")
+        assert len(held) == 9
+        for p in held:
+            job = cache.get("Job", p["metadata"]["ownerReferences"][0]["name"], namespace="team-0")
+            assert job is not None
+            name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+            labels = p["metadata"]["labels"]
+            assert p["metadata"]["ownerReferences"][0]["name"] is name
+            assert labels["job-name"] is name and labels["batch.kubernetes.io/job-name"] is name
+            if p["metadata"]["name"] == "train-9-q":
+                assert labels["controller-uid"] == "old" and uid == "uid-train-9"
+                continue
+            assert labels["controller-uid"] is uid
+            assert labels["batch.kubernetes.io/controller-uid"] is uid
+        live = fresh(kubeconfig)
+        want = sorted(json.dumps(projection("Pod")(o), sort_keys=True) for o in live.objects("Pod"))
+        assert sorted(json.dumps(o, sort_keys=True) for o in cache.objects("Pod")) == want
+    finally:
+        cache.close()
+
+
+def test_a_failing_job_list_holds_the_pods_back_no_longer_than_its_first_try(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    """The pods' first list waits for the Jobs' first list to end, not to succeed: with every
+    request for Jobs refused, the pods are listed and served, and the Jobs once they answer."""
+    seed(api)
+    api.fail_on["jobs"] = 500
+    client_api, cluster = load_client(kubeconfig=kubeconfig)
+    cache = CachedSource(
+        RawClient(client_api, cluster_name=cluster), watch_timeout=5, max_backoff=0.2
+    )
+    cache.start()
+    try:
+        pods = cache._informers["Pod"]
+        assert pods.synced.wait(10)
+        assert len(cache.objects("Pod")) == 30
+        assert cache.status().state == "down" and "jobs" in cache.status().detail
+        api.apply(_job("train"))
+        del api.fail_on["jobs"]
+        assert cache.wait_synced(10)
+        assert cache.get("Job", "train", namespace="team-0") is not None
+    finally:
+        cache.close()
