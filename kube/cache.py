@@ -64,7 +64,9 @@ class CachedSource(SourceDefaults):
     in the labels the Job controller sets), not equal copies: 137 bytes less a pod of a batch
     cluster (`Sharer`'s `owner`). On one core the two lists cost no more one after the other:
     decoding both at once, the two threads contend for the interpreter (a cold sync took
-    more CPU so, not less). A pod the watch adds later finds its Job already cached.
+    more CPU so, not less). An API server slower to send the Jobs than this process is to
+    decode them would make the two lists' times add up instead. A pod the watch adds later
+    finds its Job already cached.
     """
 
     def __init__(

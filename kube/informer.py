@@ -102,7 +102,7 @@ class Informer:
         self.relists = 0
         self._listed = False  # a list ever succeeded
         self.synced = threading.Event()  # set once the first list settled (even as absent)
-        self.tried = threading.Event()  # set once a list ended, listed or failed
+        self.tried = threading.Event()  # set once the first list was tried: listed, or failed
         self._stop = threading.Event()
         self._shutdown: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{rt.plural}", daemon=True)
