@@ -6,7 +6,8 @@ Serialises the synthetic cluster's pods, nodes and Jobs as 500-item list pages, 
 them typed (`kube.decode`) and projects them (`kube.slim`), as the cache does, without HTTP.
 Times each kind's projection alone (the thread's CPU time, steady on a shared machine; best
 and every round) and measures, with tracemalloc, what the decoded and projected objects keep
-once the pages are dropped. `--against REV` does the same with `kube/slim.py` of a git revision (with
+once the pages are dropped, and what each Job's next version adds once the pods hold its
+strings. `--against REV` does the same with `kube/slim.py` of a git revision (with
 today's `kube/share.py` and `kube/compact.py` importable), alternating rounds, in the same
 process.
 """
@@ -14,13 +15,14 @@ process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import subprocess
 import time
 import tracemalloc
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import kube.slim
@@ -110,6 +112,59 @@ def kept(module: Any, data: Pages) -> dict[str, float]:
     return out
 
 
+def updated(module: Any, data: Pages) -> float:
+    """Bytes each Job's new version adds (its status, as its controller writes it once its
+    pod runs, after the pods were projected), once the old version is dropped: the pods keep
+    the strings they took from the old one (`Sharer.earlier`). Each kind has one sharer
+    throughout, as in the cache."""
+    jobs: Jobs = {}
+
+    def cached(kind: str, namespace: str, name: Any) -> Any:
+        return jobs.get((namespace, name)) if kind == "Job" else None
+
+    def file(made: Any) -> None:  # the old version, if any, dropped
+        jobs[made["metadata"]["namespace"], made["metadata"]["name"]] = made
+
+    gc.collect()
+    tracemalloc.start()  # before decoding: what the projections keep of the decoded is counted
+    try:
+        objs = decoded({k: data[k] for k in ("Job", "Pod")})
+        slim_job = module.projection("Job", Sharer(owner=cached, kind="Job"))
+        slim_pod = module.projection("Pod", Sharer(owner=cached))
+        with gc_off():
+            for page in objs["Job"]:
+                for o in page:
+                    file(slim_job(o))
+            pods = [slim_pod(o) for page in objs["Pod"] for o in page]
+        del objs, page, o  # every decoded object
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        news = decoded({"Job": data["Job"]})["Job"]
+        for page in news:
+            for o in page:
+                o["status"] = {"active": 1, "ready": 0, "terminating": 0}
+        with gc_off():
+            for page in news:
+                for o in page:
+                    file(slim_job(o))
+        del news, page, o
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    del pods
+    return grown / len(jobs)
+
+
+@contextlib.contextmanager
+def gc_off() -> Iterator[None]:
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def revision(rev: str) -> types.ModuleType:
     source = subprocess.run(
         ["git", "show", f"{rev}:kube/slim.py"], capture_output=True, text=True, check=True
@@ -146,6 +201,9 @@ def main() -> None:
                   f"({' '.join(f'{t:.3f}' for t in ts)}) = {min(ts) * 1e6 / n:.1f} us each; "
                   f"kept {held[kind] / 2**20:.1f} MB = {held[kind] / n:.0f} B each, "
                   f"{held[kind] / 2**20 * 1000 / args.nodes:.1f} MB per 1,000 nodes")  # fmt: skip
+        grown = updated(module, data)
+        print(f"{name} Job updated after its pods: {grown:+.0f} B each, "
+              f"{grown * counts['Job'] / 2**20 * 1000 / args.nodes:+.1f} MB per 1,000 nodes")  # fmt: skip
 
 
 if __name__ == "__main__":

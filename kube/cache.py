@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kube.client import RawClient, load_client
+from kube.decode import TEMPLATED
 from kube.fastjson import gc_paused
 from kube.informer import Informer
 from kube.lists import events_for, kind_type
@@ -102,7 +103,7 @@ class CachedSource(SourceDefaults):
                 watch_list=watch_list,
                 on_change=self.usage.change if pods else None,
                 on_replace=self.usage.replace if pods else None,
-                project=projection(kind, Sharer(owner=self._owner)) if pods else None,
+                project=self._projection(kind),
                 after=[made[k] for k in _POD_OWNERS_FIRST if pods and k in made],
             )
         self._informers = {kind: made[kind] for kind in kinds}
@@ -110,11 +111,26 @@ class CachedSource(SourceDefaults):
         self._start_lock = threading.Lock()
         # Node health and other per-object work the engine remembers between triages.
 
+    def _projection(self, kind: str) -> Callable[[Obj], Obj] | None:
+        """What the cache keeps of each object of `kind` (None: the informer's default). The
+        pods take their owners' strings; a new version of an owner (a Job's status, written
+        after its pods'; a relist) takes the strings of the version cached, which its pods
+        hold (`Sharer.earlier`)."""
+        if kind == "Pod":
+            return projection(kind, Sharer(owner=self._owner))
+        if kind in TEMPLATED:
+            return projection(kind, Sharer(owner=self._owner, kind=kind))
+        return None
+
     def _owner(self, kind: str, namespace: str, name: object) -> Obj | None:
-        """A pod's owner as cached, whose name and uid strings the pod's projection takes
-        (see the class)."""
+        """An object as cached (a pod's owner, an earlier version of a Job), whose name and uid
+        strings a projection takes (see the class)."""
+        # (Built in order, the informers are all here before any starts. Its count, read
+        # without the lock: an empty store, as in a first list, is not asked.)
         inf = self._informers.get(kind)
-        return None if inf is None or type(name) is not str else inf.get(namespace, name)
+        if inf is None or not len(inf) or type(name) is not str:
+            return None
+        return inf.get(namespace, name)
 
     @property
     def cluster_name(self) -> str:

@@ -30,6 +30,7 @@ _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.
 _RECENT_LABELS = 64  # label sets of one object, kept for the next ones (`Sharer.labels`)
 _SHARED_LABELS = 16_384  # label sets of several objects kept before the table starts over
 _RECENT_VALUES = 1024  # and the values of the last ones made
+_OWN_STRINGS = ("name", "uid", "creationTimestamp")  # taken from an earlier version (`earlier`)
 _PLAIN = frozenset((str, int, float, bool, type(None), tuple))  # compared by value (`made_of`)
 
 
@@ -49,11 +50,15 @@ def digest(data: bytes) -> int:
 class Sharer:
     """Returns one canonical instance for equal JSON values and short strings."""
 
-    def __init__(self, owner: Callable[[str, str, Any], Obj | None] | None = None) -> None:
+    def __init__(
+        self, owner: Callable[[str, str, Any], Obj | None] | None = None, kind: str | None = None
+    ) -> None:
         """`owner(kind, namespace, name)`: the object an owner reference names, as cached (None
         when it is not): the owner references and labels this sharer makes then hold its name
-        and uid strings, not copies (see `owners`)."""
+        and uid strings, not copies (see `owners`). `kind`: the kind of the objects made with
+        this sharer, whose new versions then take their cached version's strings (`earlier`)."""
         self._owner = owner
+        self.kind = kind if owner is not None else None
         self._values: dict[int, Any] = {}
         # Whole values looked up by a key their maker chose (`keep`): pod specs by the spec
         # as decoded, statuses by what their slim form keeps (`kube.slim`).
@@ -179,6 +184,29 @@ class Sharer:
         # key is in a table.
         self.keep(self._recent_made, key, (parts, made, name), limit=_RECENT_LABELS)
         return made
+
+    def earlier(self, meta: Obj) -> None:
+        """Gives `meta` (the metadata of an object of `kind` being made: a dict of its own)
+        the strings of that object's cached version where they are equal: its name, uid and
+        creation time. Objects of other kinds may hold those strings: a Job's pods hold its
+        name and uid (`owners`). The Job's new version (its status, which its controller
+        writes after its pods change; a relist) would otherwise hold copies, and its pods the
+        old ones: 137 bytes a pod of a Job. A value is taken only when it is equal: a Job
+        made again under its name keeps its own uid."""
+        assert self._owner is not None and self.kind is not None
+        name, namespace = meta.get("name"), meta.get("namespace", "")
+        if type(name) is not str or type(namespace) is not str:
+            return
+        found = self._owner(self.kind, namespace, name)
+        old = found.get("metadata") if type(found) is dict else None
+        if type(old) is not dict:
+            return
+        for k in _OWN_STRINGS:
+            v = meta.get(k)
+            if type(v) is str:
+                was = old.get(k)
+                if v == was:
+                    meta[k] = was
 
     @staticmethod
     def text(value: Any) -> Any:

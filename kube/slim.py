@@ -84,6 +84,8 @@ def slim_meta(
     """The metadata the engine reads: with `annotations`, only the annotations of those keys
     (none at all when it has none of them)."""
     meta = _pick(obj.get("metadata"), keys)
+    if sharer.kind is not None:  # a new version of a cached object: the strings it had
+        sharer.earlier(meta)
     # Objects created in the same second (a Job's pods, a ReplicaSet scaling up) share their
     # creation time.
     for k in ("namespace", "creationTimestamp"):

@@ -943,6 +943,66 @@ def test_a_jobs_pods_hold_the_jobs_own_name_and_uid(api: FakeApiServer, kubeconf
         cache.close()
 
 
+def _shares_its_jobs_strings(cache: CachedSource, pod_name: str) -> None:
+    p = cache.get("Pod", pod_name, namespace="team-0")
+    assert p is not None
+    job = cache.get("Job", p["metadata"]["ownerReferences"][0]["name"], namespace="team-0")
+    assert job is not None
+    name, uid, labels = job["metadata"]["name"], job["metadata"]["uid"], p["metadata"]["labels"]
+    assert p["metadata"]["ownerReferences"][0]["name"] is name
+    assert labels["batch.kubernetes.io/job-name"] is name and labels["job-name"] is name
+    assert labels["batch.kubernetes.io/controller-uid"] is uid and labels["controller-uid"] is uid
+
+
+def test_a_jobs_new_versions_keep_the_strings_its_pods_hold(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    """The Job controller writes a Job's status after its pods change (ready, done): the new
+    version the watch brings holds the name and uid strings of the version cached, which the
+    pods hold, not copies (else each pod of a live cluster soon holds its own again). So after
+    a relist of every kind. A Job made again under its name keeps its own uid."""
+    api.apply(node("n0"))
+    jobs = [_job(f"train-{i}") for i in range(3)]
+    for job in jobs:
+        api.apply(job)
+        api.apply(_job_pod(job, "a1b2c"))
+    client_api, cluster = load_client(kubeconfig=kubeconfig)
+    cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        for job in jobs[:2]:  # its pod is ready: the controller says so
+            api.apply(job | {"status": {"active": 1, "ready": 1}})
+        rv = str(api.rv)
+        wait_for(lambda: cache.resource_version("Job") == rv)
+        held = cache.get("Job", "train-0", namespace="team-0")
+        assert held is not None and held["status"]["ready"] == 1
+        for i in range(3):
+            _shares_its_jobs_strings(cache, f"train-{i}-a1b2c")
+
+        jobs_informer = cache._informers["Job"]
+        api.apply(_job("missed"), record=False)  # the watch never hears of it: a relist does
+        api.compact()
+        api.drop_watches()
+        wait_for(lambda: cache.get("Job", "missed", namespace="team-0") is not None)
+        assert jobs_informer.relists >= 1
+        for i in range(3):
+            _shares_its_jobs_strings(cache, f"train-{i}-a1b2c")
+
+        remade = jobs[2] | {"metadata": jobs[2]["metadata"] | {"uid": "uid-again"}}
+        api.apply(remade)
+        rv = str(api.rv)
+        wait_for(lambda: cache.resource_version("Job") == rv)
+        again = cache.get("Job", "train-2", namespace="team-0")
+        assert again is not None and again["metadata"]["uid"] == "uid-again"
+        kept = cache.get("Pod", "train-2-a1b2c", namespace="team-0")
+        assert kept is not None
+        assert kept["metadata"]["labels"]["controller-uid"] == "uid-train-2"
+        assert kept["metadata"]["labels"]["job-name"] is again["metadata"]["name"]
+    finally:
+        cache.close()
+
+
 def test_a_failing_job_list_holds_the_pods_back_no_longer_than_its_first_try(
     api: FakeApiServer, kubeconfig: str
 ) -> None:
