@@ -2,8 +2,8 @@
 
 Three kinds of change, in turn: a node's status refresh (the kubelet rewriting its
 conditions' heartbeat times), a training Job finishing (its Job deleted by the TTL controller,
-then its pod) and a new one starting on the same node with the same GPUs (the Job, then its
-pod). At 5,000 nodes the kubelets alone send about 17 node updates a second (one per node
+then its pod) and a new one starting on the same node with the same GPUs (the Job, its pod,
+then the Job's status). At 5,000 nodes the kubelets alone send about 17 node updates a second (one per node
 every 5 minutes when nothing changes).
 `one(kind)` applies a single change (those, or a driver pod crashing on a healthy node) and
 says which object it touched, for the bench's re-sweeps.
@@ -113,8 +113,12 @@ class Churn:
         ns, _, node, gpu = self.running[-1]
         name = f"churn-{next(self._serial):06d}-0"
         started = pod(name, ns, node=node, gpu=gpu, phase="Running")
-        self.server.apply(job(started))  # a new Job, then the pod its controller makes
+        made = job(started)
+        # A new Job, the pod its controller makes, then the Job's status its controller
+        # writes once the pod runs.
+        self.server.apply(made | {"status": {}})
         self.server.apply(started)
+        self.server.apply(made)
         self.running[-1] = (ns, name, node, gpu)
         return ("Pod", ns, name, False)
 
