@@ -30,7 +30,7 @@ _RECENT_OWNERS = 16  # owner-reference lists kept for the next objects (`Sharer.
 _RECENT_LABELS = 64  # label sets of one object, kept for the next ones (`Sharer.labels`)
 _SHARED_LABELS = 16_384  # label sets of several objects kept before the table starts over
 _RECENT_VALUES = 1024  # and the values of the last ones made
-_OWN_STRINGS = ("name", "uid", "creationTimestamp")  # taken from an earlier version (`earlier`)
+_OWN_STRINGS = ("name", "uid")  # taken from an earlier version (`earlier`; times are interned)
 _PLAIN = frozenset((str, int, float, bool, type(None), tuple))  # compared by value (`made_of`)
 
 
@@ -187,8 +187,8 @@ class Sharer:
 
     def earlier(self, meta: Obj) -> None:
         """Gives `meta` (the metadata of an object of `kind` being made: a dict of its own)
-        the strings of that object's cached version where they are equal: its name, uid and
-        creation time. Objects of other kinds may hold those strings: a Job's pods hold its
+        the strings of that object's cached version where they are equal: its name and uid.
+        Objects of other kinds may hold those strings: a Job's pods hold its
         name and uid (`owners`). The Job's new version (its status, which its controller
         writes after its pods change; a relist) would otherwise hold copies, and its pods the
         old ones: 137 bytes a pod of a Job. A value is taken only when it is equal: a Job
