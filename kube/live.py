@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from kube.client import RawClient, context_namespace, load_client
@@ -23,12 +24,14 @@ from kube.decode import list_decoder, usage_decoder
 from kube.fastjson import gc_paused
 from kube.lists import PAGE_SIZE, events_for, kind_type, list_objects
 from kube.node_usage import NodeUsageReads
+from kube.share import Sharer
 from kube.slim import PROJECTED, projection
 from kube.transport import Deadline
 from kube.workers import Workers
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj, name_of, ns_of
 from triage.cluster.source import KINDS, ReadFailedError, SourceDefaults, by_namespace
+from triage.cluster.source import key as named_as
 from triage.cluster.usage import NodeUsage
 
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
@@ -37,6 +40,11 @@ WORKERS = 8  # requests in flight at once (the client's connection pool holds 32
 Read = tuple[str, str | None]  # (kind, namespace or None for all)
 # What a triage reads cluster-wide whatever its pod: the nodes, and what finds the GPU stack.
 TRIAGE_READS: tuple[Read, ...] = (("Node", None), ("DaemonSet", None), ("ClusterPolicy", None))
+# The pods' owners whose strings they take, when both are read for a sweep (`read_ahead`).
+_POD_OWNERS: Read = ("Job", None)
+_PODS: Read = ("Pod", None)
+_NONE: dict[str, Obj] = {}
+Named = dict[str, dict[str, Obj]]  # objects by namespace, then name
 # What a sweep of every namespace reads: every kind the engine reads, cluster-wide (the
 # stuck workloads are found among every pod, job and replica set; events are listed once).
 SWEEP_READS: tuple[Read, ...] = tuple((kind, None) for kind in KINDS)
@@ -110,8 +118,26 @@ class LiveSource(SourceDefaults):
         """Start these lists now, in parallel. A list that fails is said when it is asked
         for (a namespace's objects are then read for themselves: narrow RBAC may allow
         that where it forbids the cluster-wide list)."""
+        reads = list(reads)
+        # Every pod and every Job, at once (one after the other, they took 13% less time here
+        # and twice as long against a server 50 ms a page away). The Jobs' list starts first,
+        # and the pods' projection takes the strings of the Jobs read so far (filed as their
+        # pages come), so that a Job's pods hold its own name and uid: 137 bytes a pod.
+        jobs: Named | None = None
+        if _POD_OWNERS in reads and _PODS in reads:
+            jobs = {}
+            reads.remove(_POD_OWNERS)
+            reads.insert(0, _POD_OWNERS)
         for kind, namespace in reads:
-            self._started(kind, namespace, lambda read: self._workers.submit(read))
+            read: Callable[[], list[Obj]] | None = None
+            if jobs is not None and (kind, namespace) == _POD_OWNERS:
+                read = partial(self._list, kind, namespace, filed=jobs)
+            elif jobs is not None and (kind, namespace) == _PODS:
+                read = partial(self._list, kind, namespace, owner=_owner_in(jobs))
+            start = (
+                self._workers.submit if read is None else lambda _, r=read: self._workers.submit(r)
+            )
+            self._started(kind, namespace, start)
 
     def _started(
         self,
@@ -133,13 +159,21 @@ class LiveSource(SourceDefaults):
         namespace: str | None,
         selector: str | None = None,
         decode: Callable[[bytes], Any] | None = None,
+        owner: Callable[[str, str, Any], Obj | None] | None = None,
+        filed: Named | None = None,
     ) -> list[Obj]:
+        """The objects of a list, slimmed as the cache's are when every one is read. The
+        projection takes the strings of the owners `owner` finds (`Sharer`); with `filed`,
+        each object is filed there as it is read, by namespace and name, and `_named_in`
+        then answers from it."""
         # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
         # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed. So is every
         # workload with a pod template (a batch cluster's Jobs are as many as its pods, and
         # 16 KB each decoded whole). Events (every one, for a sweep): what they repeat kept
         # once (`kube.slim.slim_event`).
         whole = kind in PROJECTED and namespace is None and selector is None
+        project = projection(kind, Sharer(owner=owner)) if whole or kind == "Event" else None
+        transform = project if filed is None else partial(_filing, filed, project)
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
                 self.client,
@@ -148,8 +182,11 @@ class LiveSource(SourceDefaults):
                 field_selector=selector,
                 page_size=self.page_size,
                 decode=decode or list_decoder(kind, projected=whole),  # what is read
-                transform=projection(kind) if whole or kind == "Event" else None,
+                transform=transform,
+                restarted=None if filed is None else filed.clear,
             )
+        if filed is not None:
+            self._named[(kind, namespace)] = filed
         return items
 
     def _whole(self, kind: str) -> list[Obj] | None:
@@ -205,7 +242,9 @@ class LiveSource(SourceDefaults):
                 items = self._lists[key].result()
             except ReadFailedError:
                 return None
-            found = self._named[key] = by_namespace(items)
+            found = self._named.get(key)  # filed as it was read
+            if found is None:
+                found = self._named[key] = by_namespace(items)
         return found
 
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
@@ -280,6 +319,28 @@ class LiveSource(SourceDefaults):
         self.client.close()
         self._lists, self._named, self._node_pods, self._indexes = {}, {}, {}, {}
         self._usage = None
+
+
+def _filing(filed: Named, project: Callable[[Obj], Obj] | None, obj: Obj) -> Obj:
+    """`obj` as projected, filed by namespace and name (of two with one name, the last)."""
+    made = obj if project is None else project(obj)
+    ns, name = named_as(made)
+    named = filed.get(ns)
+    if named is None:
+        named = filed[ns] = {}
+    named[name] = made
+    return made
+
+
+def _owner_in(named: Named) -> Callable[[str, str, Any], Obj | None]:
+    """A pod's Job among those `named` (read so far)."""
+
+    def owner(kind: str, namespace: str, name: Any) -> Obj | None:
+        if kind != "Job" or type(name) is not str:
+            return None
+        return named.get(namespace, _NONE).get(name)
+
+    return owner
 
 
 def _now(read: Callable[[], list[Obj]]) -> Future[list[Obj]]:

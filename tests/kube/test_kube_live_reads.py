@@ -22,7 +22,7 @@ from bench.goldens import snapshots
 from bench.synth import cluster
 from kube.cache import CachedSource
 from kube.client import RawClient, load_client
-from kube.live import LiveSource, connect
+from kube.live import LiveSource, _owner_in, connect
 from kube.live import connect as opened_by_kube
 from kube.node_usage import NodeUsageReads
 from kube.testing import FakeApiServer
@@ -31,7 +31,7 @@ from tests.builders import OPNS, node, operator_pods, pod
 from triage import triage
 from triage.cluster.memory import MemorySource
 from triage.cluster.snapshot import load_objects
-from triage.cluster.source import ForbiddenError
+from triage.cluster.source import ForbiddenError, by_namespace
 from triage.fleet import stuck_workloads, sweep
 from triage.render import report_data
 
@@ -265,3 +265,60 @@ def test_workers_map_in_order_and_raise_after_every_read_ended() -> None:
         workers.map(read, list(range(10)))
     assert sorted(ended) == [0, 1, 3, 4, 5, 6, 7, 8, 9]
     workers.close()
+
+
+def test_a_sweep_s_pods_hold_the_strings_of_the_jobs_read_before_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pending -A` reads every pod and every Job at once, the Jobs filed as their pages come
+    in: a pod whose Job was read before it holds the Job's own name and uid strings, as the
+    cache's pods do (137 bytes a pod of a batch cluster at the command's peak). The Jobs filed
+    are what a read of the whole list files; with the Jobs' list refused, the pods are read all
+    the same and the sweep says what it could not read."""
+    objs, _ = cluster(nodes=20, pods=300)
+    every = Listed(objs)
+    api, kubeconfig = served(objs, tmp_path)
+    try:
+        live = connect(kubeconfig=kubeconfig)
+        filed: dict[str, dict[str, Obj]] = {}
+        jobs = live._list("Job", None, filed=filed)
+        assert filed == by_namespace(jobs) and len(jobs) == len(every.objects("Job"))
+        pods = live._list("Pod", None, owner=_owner_in(filed))
+        shared = 0
+        for p in pods:
+            refs = p["metadata"].get("ownerReferences") or []
+            if not refs or refs[0]["kind"] != "Job":
+                continue
+            job = filed[p["metadata"]["namespace"]][refs[0]["name"]]
+            labels = p["metadata"]["labels"]
+            assert refs[0]["name"] is job["metadata"]["name"]
+            assert labels["batch.kubernetes.io/job-name"] is job["metadata"]["name"]
+            assert labels["batch.kubernetes.io/controller-uid"] is job["metadata"]["uid"]
+            assert labels["controller-uid"] is job["metadata"]["uid"]
+            shared += 1
+        assert shared >= 250
+
+        # A sweep's reads: the Jobs filed as read, the pods looking their Jobs up there.
+        asked: dict[tuple[str, str | None], dict[str, Any]] = {}
+        listing = LiveSource._list
+
+        def spied(self: LiveSource, kind: str, ns: str | None, *args: Any, **kw: Any) -> Any:
+            asked[(kind, ns)] = kw
+            return listing(self, kind, ns, *args, **kw)
+
+        monkeypatch.setattr(LiveSource, "_list", spied)
+        swept = connect(kubeconfig=kubeconfig, read_ahead="sweep")
+        assert sweep(swept, now=NOW).model_dump() == sweep(every, now=NOW).model_dump()
+        job = jobs[0]["metadata"]
+        found = swept.get("Job", job["name"], namespace=job["namespace"])
+        assert found is asked[("Job", None)]["filed"][job["namespace"]][job["name"]]
+        assert found == jobs[0]
+        assert asked[("Pod", None)]["owner"]("Job", job["namespace"], job["name"]) is found
+
+        api.fail_calls[("GET", "/apis/batch/v1/jobs")] = 403
+        refused = connect(kubeconfig=kubeconfig, read_ahead="sweep")
+        assert len(refused.objects("Pod")) == len(every.objects("Pod"))
+        result = sweep(refused, now=NOW)
+        assert any(line.startswith("cannot list jobs") for line in result.unread)
+    finally:
+        api.stop()
