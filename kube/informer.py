@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import Literal, TypeVar
 
 from kube.backoff import Backoff, watch_timeout
@@ -29,10 +30,12 @@ from triage.cluster.indexes import BY_NAME, INDEXERS, Index
 from triage.cluster.objects import Obj
 from triage.cluster.source import (
     ForbiddenError,
+    Named,
     ResourceType,
     SourceError,
     UnavailableError,
     by_namespace,
+    filing,
     key,
 )
 
@@ -68,10 +71,12 @@ class Informer:
         backoff: Backoff | None = None,
         project: Callable[[Obj], Obj] | None = None,
         after: Sequence[Informer] = (),
+        file_as_read: bool = False,
     ) -> None:
         """`project`: what the cache keeps of each object (`kube.slim.projection` of the kind
         by default). `after`: informers whose first list must have ended, listed or not, before
-        this one's first list starts (see `CachedSource`)."""
+        this one's first list starts, while they read by streams (see `CachedSource`).
+        `file_as_read`: while a list is read by pages, `listing` holds the objects read so far."""
         self.client, self.rt = client, rt
         # Sync by the watch-list protocol (kube.lists.stream_objects) until the server refuses
         # it once; then by paginated lists. `protocol` says which the last sync used.
@@ -103,6 +108,10 @@ class Informer:
         self._listed = False  # a list ever succeeded
         self.synced = threading.Event()  # set once the first list settled (even as absent)
         self.tried = threading.Event()  # set once the first list was tried: listed, or failed
+        # While a list is read by pages, with `file_as_read`: the objects read so far, by
+        # namespace and name (changed by the informer's thread alone, which only adds to it).
+        self.file_as_read = file_as_read
+        self.listing: Named | None = None
         self._stop = threading.Event()
         self._shutdown: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{rt.plural}", daemon=True)
@@ -216,8 +225,8 @@ class Informer:
     def _run(self) -> None:
         backoff = self.backoff
         need_list = True
-        for first in self._after:
-            while not first.tried.wait(0.2):
+        for first in self._after:  # (only while it streams: see `CachedSource`)
+            while first.watch_list and not first.tried.wait(0.2):
                 if self._stop.is_set():
                     return
         while not self._stop.is_set():
@@ -276,13 +285,17 @@ class Informer:
             self._replace()
 
     def _replace(self) -> None:
-        items, rv = self._initial()
-        by_ns = by_namespace(items)
+        try:
+            items, rv, by_ns = self._initial()
+        except BaseException:
+            self.listing = None
+            raise
         with self._lock:
             names = list(self._indexes)
         indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}
         with self._lock:
             self._by_ns, self._rv = by_ns, rv
+            self.listing = None  # (its objects are the store's now)
             self._count = sum(len(held) for held in by_ns.values())
             self._lists = {}
             self._indexes = indexes  # one built meanwhile from the old list is dropped
@@ -296,9 +309,10 @@ class Informer:
         self.synced.set()
         self.tried.set()
 
-    def _initial(self) -> tuple[list[Obj], str]:
-        """Every object and the resourceVersion to watch from: streamed while the server
-        serves the watch-list protocol, else listed page by page."""
+    def _initial(self) -> tuple[list[Obj], str, Named]:
+        """Every object, the resourceVersion to watch from, and the objects by namespace and
+        name: streamed while the server serves the watch-list protocol, else listed page by
+        page."""
         if self.watch_list:
             try:
                 items, rv = stream_objects(
@@ -312,14 +326,29 @@ class Informer:
                 self.watch_list = False
             else:
                 self.protocol = "watch-list"
-                return items, rv
+                return items, rv, by_namespace(items)
         self.protocol = "list"
-        return list_objects(
+        filed, project = self._filing()
+        items, rv = list_objects(
             self.client,
             self.rt,
-            transform=self._project,
+            transform=project,
             decode=list_decoder(self.rt.kind, projected=True),
+            restarted=None if filed is None else filed.clear,
         )
+        return items, rv, by_namespace(items) if filed is None else filed
+
+    def _filing(self) -> tuple[Named | None, Callable[[Obj], Obj]]:
+        """The projection of a list's objects; with `file_as_read`, one that also files each
+        in a new `listing` (what the list read so far, for other informers' projections).
+        Not of a stream's: those who would read it wait for it to end (`after`), and filing
+        each object as it comes cost 1% more than filing them all after (the allocator's
+        pages interleaved)."""
+        if not self.file_as_read:
+            return None, self._project
+        filed: Named = {}
+        self.listing = filed
+        return filed, partial(filing, filed, self._project)
 
     def _watch(self) -> None:
         query = [

@@ -30,8 +30,14 @@ from kube.transport import Deadline
 from kube.workers import Workers
 from triage.cluster.indexes import INDEXERS, Index
 from triage.cluster.objects import Obj, name_of, ns_of
-from triage.cluster.source import KINDS, ReadFailedError, SourceDefaults, by_namespace
-from triage.cluster.source import key as named_as
+from triage.cluster.source import (
+    KINDS,
+    Named,
+    ReadFailedError,
+    SourceDefaults,
+    by_namespace,
+    filing,
+)
 from triage.cluster.usage import NodeUsage
 
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
@@ -44,7 +50,6 @@ TRIAGE_READS: tuple[Read, ...] = (("Node", None), ("DaemonSet", None), ("Cluster
 _POD_OWNERS: Read = ("Job", None)
 _PODS: Read = ("Pod", None)
 _NONE: dict[str, Obj] = {}
-Named = dict[str, dict[str, Obj]]  # objects by namespace, then name
 # What a sweep of every namespace reads: every kind the engine reads, cluster-wide (the
 # stuck workloads are found among every pod, job and replica set; events are listed once).
 SWEEP_READS: tuple[Read, ...] = tuple((kind, None) for kind in KINDS)
@@ -173,7 +178,7 @@ class LiveSource(SourceDefaults):
         # once (`kube.slim.slim_event`).
         whole = kind in PROJECTED and namespace is None and selector is None
         project = projection(kind, Sharer(owner=owner)) if whole or kind == "Event" else None
-        transform = project if filed is None else partial(_filing, filed, project)
+        transform = project if filed is None else partial(filing, filed, project)
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
                 self.client,
@@ -319,17 +324,6 @@ class LiveSource(SourceDefaults):
         self.client.close()
         self._lists, self._named, self._node_pods, self._indexes = {}, {}, {}, {}
         self._usage = None
-
-
-def _filing(filed: Named, project: Callable[[Obj], Obj] | None, obj: Obj) -> Obj:
-    """`obj` as projected, filed by namespace and name (of two with one name, the last)."""
-    made = obj if project is None else project(obj)
-    ns, name = named_as(made)
-    named = filed.get(ns)
-    if named is None:
-        named = filed[ns] = {}
-    named[name] = made
-    return made
 
 
 def _owner_in(named: Named) -> Callable[[str, str, Any], Obj | None]:

@@ -130,6 +130,7 @@ class FakeApiServer:
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
         self.fail_calls: dict[tuple[str, str], int] = {}  # (method, path suffix) -> status
         self.latency = 0.0  # seconds every get and list takes (a slow API server); not watches
+        self.slow: dict[str, float] = {}  # plural -> seconds more each get or list of it takes
         # Serves the watch-list protocol (sendInitialEvents), as Kubernetes 1.32+ does; False:
         # refuses it with 422, as a server with the WatchList feature off does; None: ignores
         # the parameters (a plain watch: every object, but no bookmark ends them).
@@ -461,8 +462,8 @@ def _make_handler(server: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return self._reply(422, status_body(422, "Invalid", why))
             if q.get("watch") in ("1", "true"):
                 return serve_watch(server, self, rt, q)
-            if server.latency:
-                time.sleep(server.latency)
+            if server.latency or server.slow:
+                time.sleep(server.latency + server.slow.get(rt.plural, 0.0))
             if name:
                 if rt.kind == "Pod" and ns:
                     server.writes.advance(server, ns, name)

@@ -1003,6 +1003,56 @@ def test_a_jobs_new_versions_keep_the_strings_its_pods_hold(
         cache.close()
 
 
+def test_listed_by_pages_the_pods_do_not_wait_for_the_jobs_and_take_what_was_read(
+    api: FakeApiServer, kubeconfig: str
+) -> None:
+    """Against a server without the watch-list protocol every list page waits on the server,
+    and one list after the other took twice as long: the pods' list starts at once, and a
+    slow Jobs list does not hold it back. Listed after the Jobs (here: the pods' list is the
+    slow one), the pods hold the Jobs' own strings."""
+    api.watch_list = False
+    api.apply(node("n0"))
+    jobs = [_job(f"train-{i}") for i in range(4)]
+    for job in jobs:
+        api.apply(job)
+        api.apply(_job_pod(job, "a1b2c"))
+    client_api, cluster = load_client(kubeconfig=kubeconfig)
+    api.slow["jobs"] = 2.0
+    cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
+    cache.start()
+    try:
+        assert cache._informers["Pod"].synced.wait(1.5)
+        assert not cache._informers["Job"].synced.is_set()
+        assert cache.wait_synced(10)
+    finally:
+        cache.close()
+
+    api.slow = {"pods": 1.0}
+    cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
+    cache.start()
+    try:
+        assert cache.wait_synced(10)
+        for i in range(4):
+            _shares_its_jobs_strings(cache, f"train-{i}-a1b2c")
+    finally:
+        cache.close()
+
+
+def test_a_pods_owner_is_found_among_the_jobs_read_so_far(kubeconfig: str) -> None:
+    """While the Jobs' list is read, a pod's projection finds its Job among those it read so
+    far (`Informer.listing`), and the cached one once it is the store's."""
+    client_api, cluster = load_client(kubeconfig=kubeconfig)
+    cache = CachedSource(RawClient(client_api, cluster_name=cluster))
+    jobs = cache._informers["Job"]
+    read = _job("train")
+    assert cache._owner("Job", "team-0", "train") is None
+    jobs.listing = {"team-0": {"train": read}}
+    assert cache._owner("Job", "team-0", "train") is read
+    assert cache._owner("Job", "team-1", "train") is None
+    assert cache._owner("Job", "team-0", ["train"]) is None  # an odd name: nothing found
+    assert cache._cached("Job", "team-0", "train") is None  # a Job's earlier self: stored only
+
+
 def test_a_failing_job_list_holds_the_pods_back_no_longer_than_its_first_try(
     api: FakeApiServer, kubeconfig: str
 ) -> None:

@@ -15,7 +15,7 @@ namespace its user works in (`default_namespace`) and whether its first read is 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -210,13 +210,28 @@ def key(obj: Obj) -> tuple[str, str]:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
-def by_namespace(objs: Iterable[Obj]) -> dict[str, dict[str, Obj]]:
+Named = dict[str, dict[str, Obj]]  # objects by namespace ("" for a cluster's), then name
+
+
+def by_namespace(objs: Iterable[Obj]) -> Named:
     """`objs` by namespace, then name (as `key` names them); of two with one key, the last."""
-    found: dict[str, dict[str, Obj]] = {}
-    for obj in objs:
+    found: Named = {}
+    for obj in objs:  # (as `filing` files one: inline, for every pod of a cluster)
         ns, name = key(obj)
         named = found.get(ns)
         if named is None:  # not setdefault: that would make a dict for every object
             named = found[ns] = {}
         named[name] = obj
     return found
+
+
+def filing(filed: Named, project: Callable[[Obj], Obj] | None, obj: Obj) -> Obj:
+    """`obj` as `project` makes it (as it is without), filed in `filed` as `by_namespace`
+    files it: a list's objects filed as they are read."""
+    made = obj if project is None else project(obj)
+    ns, name = key(made)
+    named = filed.get(ns)
+    if named is None:
+        named = filed[ns] = {}
+    named[name] = made
+    return made
