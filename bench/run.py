@@ -291,10 +291,17 @@ def main() -> None:
         default="watch-list",
         help="how the cache's first sync reads each kind: one watch-list stream, or list pages",
     )
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="seconds the server takes for each get or list page (not watches): a slow or "
+        "distant API server",
+    )
     args = parser.parse_args()
 
     t0 = time.monotonic()
-    server, info = launch(nodes=args.nodes, pods=args.pods, churn=args.churn)
+    server, info = launch(nodes=args.nodes, pods=args.pods, churn=args.churn, latency=args.latency)
     assert server.stdout is not None and server.stdin is not None
     pending = [tuple(p) for p in info["pending"]]
     print(f"cluster: {args.nodes} nodes, {args.pods} pods, {len(pending)} pending; "
