@@ -943,6 +943,16 @@ def test_a_jobs_pods_hold_the_jobs_own_name_and_uid(api: FakeApiServer, kubeconf
         cache.close()
 
 
+def _jobs_with_a_pod(api: FakeApiServer, count: int) -> list[Obj]:
+    """A node, and `count` Jobs each with its pod (`train-N-a1b2c`) on it."""
+    api.apply(node("n0"))
+    jobs = [_job(f"train-{i}") for i in range(count)]
+    for job in jobs:
+        api.apply(job)
+        api.apply(_job_pod(job, "a1b2c"))
+    return jobs
+
+
 def _shares_its_jobs_strings(cache: CachedSource, pod_name: str) -> None:
     p = cache.get("Pod", pod_name, namespace="team-0")
     assert p is not None
@@ -961,11 +971,7 @@ def test_a_jobs_new_versions_keep_the_strings_its_pods_hold(
     version the watch brings holds the name and uid strings of the version cached, which the
     pods hold, not copies (else each pod of a live cluster soon holds its own again). So after
     a relist of every kind. A Job made again under its name keeps its own uid."""
-    api.apply(node("n0"))
-    jobs = [_job(f"train-{i}") for i in range(3)]
-    for job in jobs:
-        api.apply(job)
-        api.apply(_job_pod(job, "a1b2c"))
+    jobs = _jobs_with_a_pod(api, 3)
     client_api, cluster = load_client(kubeconfig=kubeconfig)
     cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
     cache.start()
@@ -1011,11 +1017,7 @@ def test_listed_by_pages_the_pods_do_not_wait_for_the_jobs_and_take_what_was_rea
     slow Jobs list does not hold it back. Listed after the Jobs (here: the pods' list is the
     slow one), the pods hold the Jobs' own strings."""
     api.watch_list = False
-    api.apply(node("n0"))
-    jobs = [_job(f"train-{i}") for i in range(4)]
-    for job in jobs:
-        api.apply(job)
-        api.apply(_job_pod(job, "a1b2c"))
+    _jobs_with_a_pod(api, 4)
     client_api, cluster = load_client(kubeconfig=kubeconfig)
     api.slow["jobs"] = 2.0
     cache = CachedSource(RawClient(client_api, cluster_name=cluster), watch_timeout=5)
