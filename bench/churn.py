@@ -3,8 +3,8 @@
 Three kinds of change, in turn: a node's status refresh (the kubelet rewriting its
 conditions' heartbeat times), a training Job finishing (its Job deleted by the TTL controller,
 then its pod) and a new one starting on the same node with the same GPUs (the Job, its pod,
-then the Job's status). At 5,000 nodes the kubelets alone send about 17 node updates a second (one per node
-every 5 minutes when nothing changes).
+then the Job's status). At 5,000 nodes the kubelets alone send about 17 node updates a
+second (one per node every 5 minutes when nothing changes).
 `one(kind)` applies a single change (those, or a driver pod crashing on a healthy node) and
 says which object it touched, for the bench's re-sweeps.
 """

@@ -188,11 +188,11 @@ class Sharer:
     def earlier(self, meta: Obj) -> None:
         """Gives `meta` (the metadata of an object of `kind` being made: a dict of its own)
         the strings of that object's cached version where they are equal: its name and uid.
-        Objects of other kinds may hold those strings: a Job's pods hold its
-        name and uid (`owners`). The Job's new version (its status, which its controller
-        writes after its pods change; a relist) would otherwise hold copies, and its pods the
-        old ones: 137 bytes a pod of a Job. A value is taken only when it is equal: a Job
-        made again under its name keeps its own uid."""
+        Objects of other kinds may hold those strings: a Job's pods hold its name and uid
+        (`owners`). The Job's new version (its status, which its controller writes after its
+        pods change; a relist) would otherwise hold copies, and its pods the old ones: 137
+        bytes a pod of a Job. A value is taken only when it is equal: a Job made again under
+        its name keeps its own uid."""
         assert self._owner is not None and self.kind is not None
         name, namespace = meta.get("name"), meta.get("namespace", "")
         if type(name) is not str or type(namespace) is not str:
