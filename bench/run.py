@@ -37,7 +37,7 @@ import orjson
 
 from bench.serve import launch
 from bench.synth import PENDING_KINDS, RESERVED
-from kube.cache import CACHED_KINDS, CachedSource
+from kube.cache import CACHED_KINDS, CachedSource, few_malloc_arenas
 from kube.client import RawClient, load_client
 from kube.lists import PAGE_SIZE
 from kube.testing import write_kubeconfig
@@ -299,6 +299,7 @@ def main() -> None:
         "distant API server",
     )
     args = parser.parse_args()
+    few_malloc_arenas()  # as the bot's process does
 
     t0 = time.monotonic()
     server, info = launch(nodes=args.nodes, pods=args.pods, churn=args.churn, latency=args.latency)

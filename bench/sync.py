@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.run import floor, rss_mb
 from bench.serve import launch
-from kube.cache import CachedSource
+from kube.cache import CachedSource, few_malloc_arenas
 from kube.client import RawClient, load_client
 from kube.testing import write_kubeconfig
 
@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods-per-node", type=int, default=30)
     args = parser.parse_args()
+    few_malloc_arenas()  # as the bot's process does
     server, info = launch(nodes=args.nodes, pods=args.nodes * args.pods_per_node)
     assert server.stdin is not None
     kubeconfig = write_kubeconfig(info["url"], Path(tempfile.mkdtemp()) / "kubeconfig", context="b")

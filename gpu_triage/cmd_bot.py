@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     from gpu_triage.metrics import Metrics
     from gpu_triage.service import TriageService
     from gpu_triage.settings import load_settings
+    from kube.cache import few_malloc_arenas
 
+    few_malloc_arenas()  # before any cache's threads
     settings = load_settings(
         port=args.port,
         snapshot=args.snapshot,

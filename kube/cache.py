@@ -10,7 +10,9 @@ holds one cache per kubeconfig context for a bot serving several clusters.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -35,6 +37,8 @@ CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
 # Owner kinds whose first stream the pods' first list waits for (see `CachedSource`).
 _POD_OWNERS_FIRST = ("Job",)
 _NONE: dict[str, Obj] = {}  # (never written to)
+MALLOC_ARENAS = 2  # `few_malloc_arenas`
+_M_ARENA_MAX = -8  # glibc's malloc.h
 log = logging.getLogger(__name__)
 
 
@@ -54,6 +58,23 @@ class KindHealth:
 
 
 STALE_AFTER = 30.0  # seconds a watch may be down before reports mention it
+
+
+def few_malloc_arenas() -> bool:
+    """Limits the C library's malloc arenas to `MALLOC_ARENAS` for this process, before its
+    caches start (unless the environment sets `MALLOC_ARENA_MAX`, the operator's choice):
+    whether it did. glibc gives each thread that allocates an arena of its own (up to eight
+    per core) and keeps what is freed in it; a cache synced by list pages, whose pages are
+    read on threads of their own, held 329-338 MB at 5,000 nodes, and 280 MB with two arenas
+    (a sync no slower; streamed, 270 MB either way). A C library without `mallopt` (macOS)
+    is left as it is."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_ARENA_MAX, MALLOC_ARENAS))
 
 
 class CachedSource(SourceDefaults):

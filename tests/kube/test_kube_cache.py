@@ -1078,3 +1078,32 @@ def test_a_failing_job_list_holds_the_pods_back_no_longer_than_its_first_try(
         assert cache.get("Job", "train", namespace="team-0") is not None
     finally:
         cache.close()
+
+
+def test_few_malloc_arenas_leaves_the_operators_choice_and_other_c_libraries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bot asks glibc for two malloc arenas (a cache synced by list pages held 50 MB
+    more at 5,000 nodes with one per thread), unless MALLOC_ARENA_MAX says otherwise; a C
+    library without mallopt is left alone."""
+    import kube.cache
+
+    asked: list[tuple[int, int]] = []
+
+    class Libc:
+        def mallopt(self, param: int, value: int) -> int:
+            asked.append((param, value))
+            return 1
+
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    monkeypatch.setattr("ctypes.CDLL", lambda name: Libc())
+    assert kube.cache.few_malloc_arenas() is True
+    assert asked == [(-8, 2)]  # M_ARENA_MAX
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert kube.cache.few_malloc_arenas() is False
+    assert asked == [(-8, 2)]
+
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    monkeypatch.setattr("ctypes.CDLL", lambda name: object())  # no mallopt
+    assert kube.cache.few_malloc_arenas() is False
