@@ -15,19 +15,19 @@ process.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import subprocess
 import time
 import tracemalloc
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import kube.slim
 from bench.synth import cluster
 from kube.decode import list_decoder
+from kube.fastjson import gc_paused
 from kube.share import Sharer
 
 # Each kind's list pages. The Jobs first: the cache lists them before the pods, whose
@@ -131,7 +131,7 @@ def updated(module: Any, data: Pages) -> float:
         objs = decoded({k: data[k] for k in ("Job", "Pod")})
         slim_job = module.projection("Job", Sharer(owner=cached, kind="Job"))
         slim_pod = module.projection("Pod", Sharer(owner=cached))
-        with gc_off():
+        with gc_paused():
             for page in objs["Job"]:
                 for o in page:
                     file(slim_job(o))
@@ -143,7 +143,7 @@ def updated(module: Any, data: Pages) -> float:
         for page in news:
             for o in page:
                 o["status"] = {"active": 1, "ready": 0, "terminating": 0}
-        with gc_off():
+        with gc_paused():
             for page in news:
                 for o in page:
                     file(slim_job(o))
@@ -154,15 +154,6 @@ def updated(module: Any, data: Pages) -> float:
         tracemalloc.stop()
     del pods
     return grown / len(jobs)
-
-
-@contextlib.contextmanager
-def gc_off() -> Iterator[None]:
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def revision(rev: str) -> types.ModuleType:

@@ -28,7 +28,13 @@ from kube.live import LiveSource
 from kube.share import Sharer
 from kube.slim import projection
 from triage.cluster.objects import Obj
-from triage.cluster.source import KINDS, SourceDefaults, SourceStatus, UnavailableError
+from triage.cluster.source import (
+    KINDS,
+    SourceDefaults,
+    SourceStatus,
+    UnavailableError,
+    filed_at,
+)
 from triage.cluster.usage import NodeUsage, UsageIndex
 
 T = TypeVar("T")
@@ -36,7 +42,6 @@ T = TypeVar("T")
 CACHED_KINDS = tuple(k for k in KINDS if k != "Event")
 # Owner kinds whose first stream the pods' first list waits for (see `CachedSource`).
 _POD_OWNERS_FIRST = ("Job",)
-_NONE: dict[str, Obj] = {}  # (never written to)
 MALLOC_ARENAS = 2  # `few_malloc_arenas`
 _M_ARENA_MAX = -8  # glibc's malloc.h
 log = logging.getLogger(__name__)
@@ -166,7 +171,7 @@ class CachedSource(SourceDefaults):
         found = inf.get(namespace, name) if len(inf) else None
         listing = inf.listing
         if found is None and listing is not None:
-            found = listing.get(namespace, _NONE).get(name)
+            found = filed_at(listing, namespace, name)
         return found
 
     @property

@@ -36,6 +36,7 @@ from triage.cluster.source import (
     ReadFailedError,
     SourceDefaults,
     by_namespace,
+    filed_at,
     filing,
 )
 from triage.cluster.usage import NodeUsage
@@ -49,7 +50,6 @@ TRIAGE_READS: tuple[Read, ...] = (("Node", None), ("DaemonSet", None), ("Cluster
 # The pods' owners whose strings they take, when both are read for a sweep (`read_ahead`).
 _POD_OWNERS: Read = ("Job", None)
 _PODS: Read = ("Pod", None)
-_NONE: dict[str, Obj] = {}
 # What a sweep of every namespace reads: every kind the engine reads, cluster-wide (the
 # stuck workloads are found among every pod, job and replica set; events are listed once).
 SWEEP_READS: tuple[Read, ...] = tuple((kind, None) for kind in KINDS)
@@ -332,7 +332,7 @@ def _owner_in(named: Named) -> Callable[[str, str, Any], Obj | None]:
     def owner(kind: str, namespace: str, name: Any) -> Obj | None:
         if kind != "Job" or type(name) is not str:
             return None
-        return named.get(namespace, _NONE).get(name)
+        return filed_at(named, namespace, name)
 
     return owner
 

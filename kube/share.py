@@ -193,13 +193,12 @@ class Sharer:
         pods change; a relist) would otherwise hold copies, and its pods the old ones: 137
         bytes a pod of a Job. A value is taken only when it is equal: a Job made again under
         its name keeps its own uid."""
-        assert self._owner is not None and self.kind is not None
+        assert self.kind is not None
         name, namespace = meta.get("name"), meta.get("namespace", "")
         if type(name) is not str or type(namespace) is not str:
             return
-        found = self._owner(self.kind, namespace, name)
-        old = found.get("metadata") if type(found) is dict else None
-        if type(old) is not dict:
+        old = self._cached_meta(self.kind, namespace, name)
+        if old is None:
             return
         for k in _OWN_STRINGS:
             v = meta.get(k)
@@ -255,11 +254,9 @@ class Sharer:
         controller labels a Job's pods with its name and uid: 137 bytes a pod of a Job).
         Another owner of the same name (a Job made again) gives its name, not its uid: a value
         is taken only when equal."""
-        assert self._owner is not None
         kind, name = values[1], values[2]
-        found = self._owner(kind, namespace, name) if type(kind) is str else None
-        meta = found.get("metadata") if type(found) is dict else None
-        if type(meta) is not dict:
+        meta = self._cached_meta(kind, namespace, name) if type(kind) is str else None
+        if meta is None:
             return values
         uid = meta.get("uid")
         if type(uid) is str:
@@ -268,6 +265,13 @@ class Sharer:
         if own == name and type(own) is str:
             return (*values[:2], own, *values[3:])
         return values
+
+    def _cached_meta(self, kind: str, namespace: str, name: Any) -> Obj | None:
+        """The metadata of the object `owner` finds as cached, if it has any."""
+        assert self._owner is not None
+        found = self._owner(kind, namespace, name)
+        meta = found.get("metadata") if type(found) is dict else None
+        return meta if type(meta) is dict else None
 
 
 ABSENT = object()  # a field an owner reference does not have (not the same as null)

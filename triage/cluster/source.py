@@ -225,6 +225,14 @@ def by_namespace(objs: Iterable[Obj]) -> Named:
     return found
 
 
+def filed_at(filed: Named, namespace: str, name: str) -> Obj | None:
+    """The object filed under `namespace` and `name` (by `by_namespace` or `filing`)."""
+    return filed.get(namespace, _NOTHING_FILED).get(name)
+
+
+_NOTHING_FILED: dict[str, Obj] = {}  # (never written to)
+
+
 def filing(filed: Named, project: Callable[[Obj], Obj] | None, obj: Obj) -> Obj:
     """`obj` as `project` makes it (as it is without), filed in `filed` as `by_namespace`
     files it: a list's objects filed as they are read."""
