@@ -99,16 +99,16 @@ def kept(module: Any, data: Pages) -> dict[str, float]:
     jobs: Jobs = {}
     for kind, kind_pages in data.items():
         gc.collect()
-        filed: Jobs = {}
         tracemalloc.start()
-        try:
-            _, objs = project(module, {kind: kind_pages}, jobs if kind == "Pod" else filed)
+        try:  # (the Jobs `project` files by name for the pods are dropped when it returns)
+            _, objs = project(module, {kind: kind_pages}, jobs if kind == "Pod" else None)
             gc.collect()
             out[kind] = tracemalloc.get_traced_memory()[0]
         finally:
             tracemalloc.stop()
-        jobs.update(filed)
-        del objs, filed
+        if kind == "Job":
+            jobs.update(((o["metadata"]["namespace"], o["metadata"]["name"]), o) for o in objs)
+        del objs
     return out
 
 
