@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from gpu_triage.output import add_output_arg
-from gpu_triage.settings import DEFAULT_TIMEOUT, CommonSettings, settings_of
+from gpu_triage.settings import DEFAULT_TIMEOUT, SWEEP_TIMEOUT, CommonSettings, settings_of
 from triage import ClusterSource, MemorySource, load_snapshot
 
 if TYPE_CHECKING:
@@ -30,22 +30,28 @@ def _chunk(text: str) -> int:
     return int(text)
 
 
-def add_cluster_args(p: argparse.ArgumentParser) -> None:
+def add_cluster_args(p: argparse.ArgumentParser, *, sweeps: bool = False) -> None:
     """--snapshot / --kubeconfig / --context / --timeout / --chunk-size / -o / --playbook /
-    --operator-namespace."""
+    --operator-namespace. `sweeps`: the command sweeps every namespace with -A (its default
+    timeout is then `SWEEP_TIMEOUT`, see `source_from`)."""
     p.add_argument(
         "--snapshot",
         help="read cluster state from a snapshot: `gpu-triage snapshot` output (folder or "
         ".tar.gz) or `kubectl get … -o yaml|json` output (file or folder)",
     )
-    add_live_args(p)
+    add_live_args(p, sweep_timeout=SWEEP_TIMEOUT if sweeps else None)
     add_output_arg(p)
     add_engine_args(p)
 
 
-def add_live_args(p: argparse.ArgumentParser, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-    """--kubeconfig / --context / --timeout (default: `timeout`) / --chunk-size: how to read
-    a live cluster."""
+def add_live_args(
+    p: argparse.ArgumentParser,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    sweep_timeout: float | None = None,
+) -> None:
+    """--kubeconfig / --context / --timeout (default: `timeout`, `sweep_timeout` with -A) /
+    --chunk-size: how to read a live cluster."""
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument(
         "--context",
@@ -59,7 +65,9 @@ def add_live_args(p: argparse.ArgumentParser, *, timeout: float = DEFAULT_TIMEOU
         default=None,
         metavar="SECONDS",
         help="give up reading a live cluster after this long in all (default: "
-        f"$GPU_TRIAGE_TIMEOUT or {timeout:g}); each request also ends after 30 s",
+        f"$GPU_TRIAGE_TIMEOUT or {timeout:g}"
+        + ("" if sweep_timeout is None else f", with -A {sweep_timeout:g}")
+        + "); each request also ends after 30 s",
     )
     p.add_argument(
         "--chunk-size",
@@ -115,12 +123,17 @@ def source_from(
     read_ahead: str | None = None,
 ) -> ClusterSource:
     """The source the command's cluster flags (`add_cluster_args`) name; a live one is read
-    within `--timeout`, else `GPU_TRIAGE_TIMEOUT`."""
+    within `--timeout`, else `GPU_TRIAGE_TIMEOUT`, else the default: `SWEEP_TIMEOUT` for a
+    sweep of every namespace (`read_ahead="sweep"`: it reads every pod and Job)."""
+    settings = settings or settings_of(args)
+    timeout = settings.timeout
+    if read_ahead == "sweep" and "timeout" not in settings.model_fields_set:
+        timeout = SWEEP_TIMEOUT
     return open_source(
         snapshot=args.snapshot,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        timeout=(settings or settings_of(args)).timeout,
+        timeout=timeout,
         chunk_size=args.chunk_size,
         read_ahead=read_ahead,
     )

@@ -6,8 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
+
+from kube.testing import FakeApiServer
+from triage.cluster.snapshot import load_objects
 
 BIN = Path(sys.executable).with_name("gpu-triage")
 SNAPSHOT = str(Path(__file__).parents[1] / "fixtures" / "fleet-many-causes.yaml")
@@ -57,3 +62,42 @@ def test_an_empty_scope_says_nothing_is_stuck() -> None:
     p = run("pending", "-n", "kube-system", "--snapshot", SNAPSHOT)
     assert p.returncode == 0
     assert "0 stuck workload(s)" in p.stdout and "nothing stuck" in p.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "deadline"),
+    [
+        (("-A",), None, 600.0),
+        (("-n", "team-a"), None, 120.0),
+        (("-A", "--timeout", "45"), None, 45.0),
+        (("-A",), "90", 90.0),
+    ],
+)
+def test_a_sweep_of_every_namespace_has_minutes_unless_told_otherwise(
+    args: tuple[str, ...], env: str | None, deadline: float, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """`pending -A` lists every pod and Job: 1,200 pages of each at 20,000 nodes, two minutes
+    of round trips at 100 ms a page, where a triage's 120 s would end it. --timeout and
+    GPU_TRIAGE_TIMEOUT still decide when given."""
+    import kube.live
+    from gpu_triage.cli import main
+
+    opened: list[float] = []
+    connect = kube.live.connect
+
+    def recorded(**kw: Any) -> Any:
+        opened.append(kw["timeout"])
+        return connect(**kw)
+
+    monkeypatch.setattr(kube.live, "connect", recorded)
+    monkeypatch.delenv("GPU_TRIAGE_TIMEOUT", raising=False)
+    if env is not None:
+        monkeypatch.setenv("GPU_TRIAGE_TIMEOUT", env)
+    with FakeApiServer(load_objects(Path(SNAPSHOT))) as api:
+        kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+        code = main(["pending", *args, "--kubeconfig", kubeconfig, "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert opened == [deadline]
+    assert json.loads(out)["kind"] == "Sweep"
