@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
     scope.add_argument(
         "-A", "--all-namespaces", action="store_true", help="look in every namespace"
     )
-    add_cluster_args(p, sweeps=True)
+    add_cluster_args(p)
     p.add_argument(
         "--exit-code",
         action="store_true",

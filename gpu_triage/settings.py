@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 _PLACEHOLDERS = frozenset({"", "changeme", "change-me", "xxx", "secret", "placeholder"})
 DEFAULT_TIMEOUT = 120.0  # seconds a command may spend reading a live cluster
-# ... when it reads every pod and Job of the cluster (`pending -A`): 1,200 list pages of each
-# at 20,000 nodes, one page in flight per list as kubectl reads them; 100 ms a page (a laptop
-# far from its cluster, a busy API server) is two minutes of round trips alone.
-SWEEP_TIMEOUT = 600.0
+# ... once it lists every pod of the cluster (`pending -A`, a pod that fits anywhere): 1,200
+# list pages at 20,000 nodes, one in flight per list as kubectl reads them; 100 ms a page (a
+# laptop far from its cluster, a busy API server) is two minutes of round trips alone.
+WIDE_TIMEOUT = 600.0
 
 
 class SettingsError(UserError):

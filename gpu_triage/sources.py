@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from gpu_triage.output import add_output_arg
-from gpu_triage.settings import DEFAULT_TIMEOUT, SWEEP_TIMEOUT, CommonSettings, settings_of
+from gpu_triage.settings import DEFAULT_TIMEOUT, WIDE_TIMEOUT, CommonSettings, settings_of
 from triage import ClusterSource, MemorySource, load_snapshot
 
 if TYPE_CHECKING:
@@ -30,16 +30,15 @@ def _chunk(text: str) -> int:
     return int(text)
 
 
-def add_cluster_args(p: argparse.ArgumentParser, *, sweeps: bool = False) -> None:
+def add_cluster_args(p: argparse.ArgumentParser) -> None:
     """--snapshot / --kubeconfig / --context / --timeout / --chunk-size / -o / --playbook /
-    --operator-namespace. `sweeps`: the command sweeps every namespace with -A (its default
-    timeout is then `SWEEP_TIMEOUT`, see `source_from`)."""
+    --operator-namespace."""
     p.add_argument(
         "--snapshot",
         help="read cluster state from a snapshot: `gpu-triage snapshot` output (folder or "
         ".tar.gz) or `kubectl get … -o yaml|json` output (file or folder)",
     )
-    add_live_args(p, sweep_timeout=SWEEP_TIMEOUT if sweeps else None)
+    add_live_args(p, wide_timeout=WIDE_TIMEOUT)
     add_output_arg(p)
     add_engine_args(p)
 
@@ -48,10 +47,10 @@ def add_live_args(
     p: argparse.ArgumentParser,
     *,
     timeout: float = DEFAULT_TIMEOUT,
-    sweep_timeout: float | None = None,
+    wide_timeout: float | None = None,
 ) -> None:
-    """--kubeconfig / --context / --timeout (default: `timeout`, `sweep_timeout` with -A) /
-    --chunk-size: how to read a live cluster."""
+    """--kubeconfig / --context / --timeout (default: `timeout`, `wide_timeout` once the
+    command lists every pod) / --chunk-size: how to read a live cluster."""
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     p.add_argument(
         "--context",
@@ -66,7 +65,7 @@ def add_live_args(
         metavar="SECONDS",
         help="give up reading a live cluster after this long in all (default: "
         f"$GPU_TRIAGE_TIMEOUT or {timeout:g}"
-        + ("" if sweep_timeout is None else f", with -A {sweep_timeout:g}")
+        + ("" if wide_timeout is None else f", {wide_timeout:g} once it lists every pod")
         + "); each request also ends after 30 s",
     )
     p.add_argument(
@@ -96,11 +95,13 @@ def open_source(
     timeout: float | None = None,
     chunk_size: int = 500,
     read_ahead: str | None = None,
+    wide_timeout: float | None = None,
 ) -> ClusterSource:
     """A snapshot when given; otherwise the kubeconfig context (or in-cluster config), read
-    within `timeout` seconds in all (default: DEFAULT_TIMEOUT). `read_ahead` says what the
-    command is ("triage", "sweep"): a live source then starts what such a command reads
-    anyway at once, in parallel (`kube.live.connect`)."""
+    within `timeout` seconds in all (default: DEFAULT_TIMEOUT; `wide_timeout` once it lists
+    every pod of the cluster, when given). `read_ahead` says what the command is ("triage",
+    "sweep"): a live source then starts what such a command reads anyway at once, in
+    parallel (`kube.live.connect`)."""
     if snapshot:  # kept as the cache keeps objects: a sixth of their memory, as well judged
         from kube.slim import projections
 
@@ -113,6 +114,7 @@ def open_source(
         timeout=timeout or DEFAULT_TIMEOUT,
         page_size=chunk_size,
         read_ahead=read_ahead,
+        wide_timeout=wide_timeout,
     )
 
 
@@ -123,19 +125,19 @@ def source_from(
     read_ahead: str | None = None,
 ) -> ClusterSource:
     """The source the command's cluster flags (`add_cluster_args`) name; a live one is read
-    within `--timeout`, else `GPU_TRIAGE_TIMEOUT`, else the default: `SWEEP_TIMEOUT` for a
-    sweep of every namespace (`read_ahead="sweep"`: it reads every pod and Job)."""
+    within `--timeout`, else `GPU_TRIAGE_TIMEOUT`, else the default: `DEFAULT_TIMEOUT`, and
+    `WIDE_TIMEOUT` once it lists every pod of the cluster (`pending -A`, the usage of every
+    node for a pod that fits anywhere)."""
     settings = settings or settings_of(args)
-    timeout = settings.timeout
-    if read_ahead == "sweep" and "timeout" not in settings.model_fields_set:
-        timeout = SWEEP_TIMEOUT
+    given = "timeout" in settings.model_fields_set
     return open_source(
         snapshot=args.snapshot,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        timeout=timeout,
+        timeout=settings.timeout,
         chunk_size=args.chunk_size,
         read_ahead=read_ahead,
+        wide_timeout=None if given else WIDE_TIMEOUT,
     )
 
 

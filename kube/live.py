@@ -63,9 +63,11 @@ def connect(
     timeout: float | None = None,
     page_size: int = PAGE_SIZE,
     read_ahead: str | None = None,
+    wide_timeout: float | None = None,
 ) -> LiveSource:
     """A LiveSource for the kubeconfig context (current one by default) or in-cluster config.
-    `timeout` bounds, in seconds, everything it will send (None: each request only).
+    `timeout` bounds, in seconds, everything it will send (None: each request only);
+    `wide_timeout` does instead once it lists every pod of the cluster (`Deadline.widen`).
     `read_ahead` names what the command is ("triage", "sweep"): what any such command reads
     is then started at once, in parallel.
 
@@ -74,7 +76,7 @@ def connect(
     """
     api, name = load_client(kubeconfig=kubeconfig, context=context)
     source = LiveSource(
-        RawClient(api, cluster_name=name, deadline=Deadline(timeout)),
+        RawClient(api, cluster_name=name, deadline=Deadline(timeout, wide=wide_timeout)),
         page_size=page_size,
         freeze_gc=True,
     )
@@ -177,6 +179,8 @@ class LiveSource(SourceDefaults):
         # 16 KB each decoded whole). Events (every one, for a sweep): what they repeat kept
         # once (`kube.slim.slim_event`).
         whole = kind in PROJECTED and namespace is None and selector is None
+        if kind == "Pod" and namespace is None and selector in (None, ACTIVE_PODS):
+            self.client.deadline.widen()  # every pod of the cluster: 1,200 pages at 20k nodes
         project = projection(kind, Sharer(owner=owner)) if whole or kind == "Event" else None
         transform = project if filed is None else partial(filing, filed, project)
         with gc_paused(freeze=self.freeze_gc):

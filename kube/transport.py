@@ -55,17 +55,29 @@ _E = TypeVar("_E", bound=ReadFailedError)
 @dataclass
 class Deadline:
     """When a command must have finished reading the cluster (None: no overall limit, as for
-    the bot's long-lived caches). Shared by every request the command sends."""
+    the bot's long-lived caches). Shared by every request the command sends. `wide`: the
+    seconds it has in all once it lists every pod of the cluster (`widen`), when its
+    deadline is the default one (None: it stays)."""
 
     seconds: float | None = None
     clock: Callable[[], float] = time.monotonic
+    wide: float | None = None
     at: float | None = field(init=False, default=None)
+    started: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
         self.restart()
 
     def restart(self) -> None:
-        self.at = None if self.seconds is None else self.clock() + self.seconds
+        self.started = self.clock()
+        self.at = None if self.seconds is None else self.started + self.seconds
+
+    def widen(self) -> None:
+        """`wide` seconds in all from the start, if that is longer: the command reads every
+        pod of the cluster (1,200 list pages at 20,000 nodes)."""
+        if self.wide is not None and self.seconds is not None and self.wide > self.seconds:
+            self.seconds = self.wide
+            self.at = self.started + self.wide
 
     def left(self) -> float | None:
         return None if self.at is None else self.at - self.clock()

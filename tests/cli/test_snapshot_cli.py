@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -387,7 +387,8 @@ def test_a_snapshot_past_the_read_bound_says_what_reads_it(
     [((), None, 1800.0), (("--timeout", "45"), None, 45.0), ((), "90", 90.0)],
 )
 def test_a_snapshot_has_minutes_to_read_a_large_cluster_unless_told_otherwise(
-    flag: tuple[str, ...], env: str | None, deadline: float, deadlines: list[float],
+    flag: tuple[str, ...], env: str | None, deadline: float,
+    deadlines: Callable[[], list[float | None]],
     api: FakeApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
@@ -399,4 +400,4 @@ def test_a_snapshot_has_minutes_to_read_a_large_cluster_unless_told_otherwise(
     code, _, err = run(capsys, "snapshot", str(tmp_path / "s"), "-A", *flag,
                        "--kubeconfig", kubeconfig)  # fmt: skip
     assert code == 0, err
-    assert deadlines == [deadline]
+    assert deadlines() == [deadline]

@@ -133,6 +133,27 @@ def test_pod_pinned_to_a_small_pool_reads_its_pool_s_pods_only(tmp_path: Path) -
         api.stop()
 
 
+def test_a_command_that_lists_every_pod_has_its_longer_default_deadline(tmp_path: Path) -> None:
+    """Every pod of 20,000 nodes is 1,200 list pages: once a command lists them all (a pod
+    that fits anywhere, a sweep), its default deadline is the wide one. A triage that reads
+    its pool's pods keeps the short one, and a deadline the user gave stays as given."""
+    api, kubeconfig = served(pool_cluster(), tmp_path)
+    default = {"timeout": 120.0, "wide_timeout": 600.0}
+    try:
+        pinned = connect(kubeconfig=kubeconfig, read_ahead="triage", **default)
+        report(pinned, "team-a", "pinned")
+        anywhere = connect(kubeconfig=kubeconfig, read_ahead="triage", **default)
+        report(anywhere, "team-a", "anywhere")
+        swept = connect(kubeconfig=kubeconfig, read_ahead="sweep", **default)
+        sweep(swept, now=NOW)
+        given = connect(kubeconfig=kubeconfig, read_ahead="triage", timeout=120.0)
+        report(given, "team-a", "anywhere")
+    finally:
+        api.stop()
+    seconds = [s.client.deadline.seconds for s in (pinned, anywhere, swept, given)]
+    assert seconds == [120.0, 600.0, 600.0, 120.0]
+
+
 @pytest.mark.parametrize("path", snapshots(), ids=lambda p: p.name)
 def test_live_reports_and_sweeps_equal_those_from_every_object(path: Path, tmp_path: Path) -> None:
     objs = load_objects(path)

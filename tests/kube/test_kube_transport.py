@@ -149,3 +149,17 @@ def test_an_untrusted_certificate_is_a_tls_error(
     assert [
         n["metadata"]["name"] for n in LiveSource(_client(str(trusted))[0]).objects("Node")
     ] == ["a1"]
+
+
+def test_a_widened_deadline_counts_from_the_command_s_start() -> None:
+    now = [1000.0]
+    deadline = Deadline(120, clock=lambda: now[0], wide=600)
+    now[0] += 100
+    deadline.widen()
+    assert deadline.left() == 500
+    now[0] += 600
+    with pytest.raises(DeadlineExceededError, match="gave up after 600 s"):
+        deadline.within(30)
+    fixed = Deadline(45, clock=lambda: now[0])
+    fixed.widen()  # a deadline the user gave: no wide one
+    assert (fixed.seconds, fixed.left()) == (45, 45)
