@@ -134,6 +134,10 @@ def test_expired_resource_version_relists(
 def test_dropped_watch_resumes_without_relisting(
     api: FakeApiServer, cache: CachedSource, kubeconfig: str
 ) -> None:
+    # A pod the watch brings first: the stream is open (a watch asked for but not yet
+    # served when the streams drop would not be dropped, and would bring the next pod).
+    api.apply(pod("before-drop", node_name="n2", gpus=1, phase="Running", selector={}))
+    wait_for(lambda: cache.get("Pod", "before-drop", namespace="team-a") is not None)
     watches = api.count(path_contains="/pods", watch=True)
     lists = api.count(path_contains="/pods", watch=False)
     api.drop_watches()
