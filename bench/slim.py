@@ -21,7 +21,7 @@ import subprocess
 import time
 import tracemalloc
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import kube.slim
@@ -35,6 +35,21 @@ from kube.share import Sharer
 Pages = dict[str, list[bytes]]
 KINDS = ("Job", "Node", "Pod")
 Jobs = dict[tuple[str, str], Any]  # the Jobs projected, by namespace and name
+
+
+def file_jobs(jobs: Jobs, made: Iterable[Any]) -> None:
+    """Files the projected Jobs `made` in `jobs`, one by one (each in place of its earlier
+    version)."""
+    jobs.update(((o["metadata"]["namespace"], o["metadata"]["name"]), o) for o in made)
+
+
+def job_in(jobs: Jobs) -> Callable[[str, str, Any], Any]:
+    """A projection's owner lookup (`Sharer`'s `owner`) among `jobs`."""
+
+    def owner(kind: str, namespace: str, name: Any) -> Any:
+        return jobs.get((namespace, name)) if kind == "Job" else None
+
+    return owner
 
 
 def pages(nodes: int) -> tuple[Pages, dict[str, int]]:
@@ -72,10 +87,7 @@ def project(
     seconds: dict[str, float] = {}
     out: list[Any] = []
     jobs = {} if jobs is None else jobs
-
-    def owner(kind: str, namespace: str, name: Any) -> Any:
-        return jobs.get((namespace, name)) if kind == "Job" else None
-
+    owner = job_in(jobs)
     gc.disable()
     try:
         for kind, kind_pages in objs.items():
@@ -84,7 +96,7 @@ def project(
             made = [slim(o) for page in kind_pages for o in page]
             seconds[kind] = time.thread_time() - t
             if kind == "Job":
-                jobs.update(((o["metadata"]["namespace"], o["metadata"]["name"]), o) for o in made)
+                file_jobs(jobs, made)
             out += made
         return seconds, out
     finally:
@@ -107,7 +119,7 @@ def kept(module: Any, data: Pages) -> dict[str, float]:
         finally:
             tracemalloc.stop()
         if kind == "Job":
-            jobs.update(((o["metadata"]["namespace"], o["metadata"]["name"]), o) for o in objs)
+            file_jobs(jobs, objs)
         del objs
     return out
 
@@ -118,13 +130,7 @@ def updated(module: Any, data: Pages) -> float:
     the strings they took from the old one (`Sharer.earlier`). Each kind has one sharer
     throughout, as in the cache."""
     jobs: Jobs = {}
-
-    def cached(kind: str, namespace: str, name: Any) -> Any:
-        return jobs.get((namespace, name)) if kind == "Job" else None
-
-    def file(made: Any) -> None:  # the old version, if any, dropped
-        jobs[made["metadata"]["namespace"], made["metadata"]["name"]] = made
-
+    cached = job_in(jobs)
     gc.collect()
     tracemalloc.start()  # before decoding: what the projections keep of the decoded is counted
     try:
@@ -132,21 +138,17 @@ def updated(module: Any, data: Pages) -> float:
         slim_job = module.projection("Job", Sharer(owner=cached, kind="Job"))
         slim_pod = module.projection("Pod", Sharer(owner=cached))
         with gc_paused():
-            for page in objs["Job"]:
-                for o in page:
-                    file(slim_job(o))
+            file_jobs(jobs, (slim_job(o) for page in objs["Job"] for o in page))
             pods = [slim_pod(o) for page in objs["Pod"] for o in page]
-        del objs, page, o  # every decoded object
+        del objs  # every decoded object
         gc.collect()
         before = tracemalloc.get_traced_memory()[0]
         news = decoded({"Job": data["Job"]})["Job"]
         for page in news:
             for o in page:
                 o["status"] = {"active": 1, "ready": 0, "terminating": 0}
-        with gc_paused():
-            for page in news:
-                for o in page:
-                    file(slim_job(o))
+        with gc_paused():  # each in place of its old version, dropped
+            file_jobs(jobs, (slim_job(o) for page in news for o in page))
         del news, page, o
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
