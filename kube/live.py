@@ -183,20 +183,31 @@ class LiveSource(SourceDefaults):
             self.client.deadline.widen()  # every pod of the cluster: 1,200 pages at 20k nodes
         project = projection(kind, Sharer(owner=owner)) if whole or kind == "Event" else None
         transform = project if filed is None else partial(filing, filed, project)
+        rt = kind_type(kind)
+        every = rt.namespaced and namespace is None and selector in (None, ACTIVE_PODS)
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
                 self.client,
-                kind_type(kind),
+                rt,
                 namespace=namespace,
                 field_selector=selector,
                 page_size=self.page_size,
                 decode=decode or list_decoder(kind, projected=whole),  # what is read
                 transform=transform,
                 restarted=None if filed is None else filed.clear,
+                namespaces=self._namespace_names if every else None,  # a long list: split?
             )
         if filed is not None:
             self._named[(kind, namespace)] = filed
         return items
+
+    def _namespace_names(self) -> list[str] | None:
+        """The cluster's namespaces, to read a long list by (`kube.lists.list_objects`); None
+        when they cannot be listed."""
+        try:
+            return [name_of(n) for n in self.objects("Namespace")]
+        except ReadFailedError:
+            return None
 
     def _whole(self, kind: str) -> list[Obj] | None:
         """The cluster-wide list of `kind` when it was read (or is being read), else None."""

@@ -78,8 +78,11 @@ def _subject_of(k: tuple[str, str], obj: Obj | None) -> tuple[str, str, str] | N
     return (k[0], str(ref.get("kind") or ""), str(ref.get("name") or ""))
 
 
-def _namespace(key: tuple[str, str]) -> str:
-    return key[0]
+def _stored(key: tuple[str, str]) -> str:
+    """Where an API server stores the object at `key` (namespace, name), below its kind's
+    prefix: a list is in this order (the storage's keys'), so a namespace's objects follow
+    those of any namespace named as it is with more after it ("a-b/x" before "a/x")."""
+    return f"{key[0]}/{key[1]}"
 
 
 def _subject_terms(selector: str) -> tuple[str, str] | None:
@@ -311,32 +314,38 @@ class FakeApiServer:
         selector = q.get("fieldSelector", "")
         with self._cond:
             if res.sorted_keys is None:
-                res.sorted_keys = sorted(res.items)
+                res.sorted_keys = sorted(res.items, key=_stored)
             view = res.views.get((ns or "", selector))
             node = _node_term(selector) if selector else None
             subject = _subject_terms(selector) if selector and ns is not None else None
             if view is None:
-                keys = res.sorted_keys if node is None else sorted(res.by_node.get(node, ()))
+                keys = (
+                    res.sorted_keys
+                    if node is None
+                    else sorted(res.by_node.get(node, ()), key=_stored)
+                )
                 if subject is not None:
-                    keys = sorted(res.by_subject.get((ns or "", *subject), ()))
+                    keys = sorted(res.by_subject.get((ns or "", *subject), ()), key=_stored)
                 elif ns is not None:  # as the API server's watch cache: that namespace's range
-                    first = bisect.bisect_left(keys, ns, key=_namespace)
-                    keys = keys[first : bisect.bisect_right(keys, ns, lo=first, key=_namespace)]
+                    first = bisect.bisect_left(keys, f"{ns}/", key=_stored)
+                    keys = keys[first : bisect.bisect_left(keys, f"{ns}0", lo=first, key=_stored)]
                 view = [k for k in keys if not selector or matches(res.items[k][0], selector)]
                 if node is None:  # one view per node would grow without end under churn
                     res.views[(ns or "", selector)] = view
             start = 0
             if q.get("continue"):
                 last = tuple(json.loads(base64.b64decode(q["continue"])))
-                start = bisect.bisect_right(view, last)
+                start = bisect.bisect_right(view, _stored(last), key=_stored)
             limit = int(q.get("limit") or 0) or len(view)
             page = view[start : start + limit]
             chunks = [res.items[k][1] for k in page]
             more = start + limit < len(view)
             rv = self.rv
-        meta: dict[str, str] = {"resourceVersion": str(rv)}
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if more:
             meta["continue"] = base64.b64encode(json.dumps(list(page[-1])).encode()).decode()
+            if not selector and not q.get("labelSelector"):  # a selected list's is unknown
+                meta["remainingItemCount"] = len(view) - start - limit
         head = json.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version})
         body = head[:-1].encode() + b', "metadata": ' + json.dumps(meta).encode()
         return 200, body + b', "items": [' + b",".join(chunks) + b"]}"

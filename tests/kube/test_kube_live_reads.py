@@ -59,12 +59,13 @@ Obj = dict[str, Any]
 
 
 class Listed(MemorySource):
-    """Every object in memory, listed in the API server's order (namespace, then name), and
-    current (no snapshot time): what the live source must agree with."""
+    """Every object in memory, listed in the API server's order (by its storage key: the
+    namespace, a slash, the name), and current (no snapshot time): what the live source must
+    agree with."""
 
     def __init__(self, objs: list[Obj]) -> None:
-        def order(o: Obj) -> tuple[str, str]:
-            return (o["metadata"].get("namespace") or "", o["metadata"]["name"])
+        def order(o: Obj) -> str:
+            return f"{o['metadata'].get('namespace') or ''}/{o['metadata']['name']}"
 
         super().__init__(json.loads(json.dumps(sorted(objs, key=order))), cluster_name="fake")
 
