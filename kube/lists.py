@@ -209,7 +209,7 @@ def _split_order(
             probe = client.get_json(rt, verb="list", query=[("limit", "1")])
             whole = ((probe or {}).get("metadata") or {}).get("remainingItemCount")
             remaining = whole - read if type(whole) is int else None
-        if type(remaining) is not int or remaining < max(read, (SPLIT_PAGES - 1) * page_size):
+        if type(remaining) is not int or remaining < max(read, SPLIT_PAGES * page_size):
             return None
         listed = namespaces() if names is None else names.result()
     except SourceError:  # the list goes on whole, and says whatever stops it

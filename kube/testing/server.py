@@ -80,8 +80,8 @@ def _subject_of(k: tuple[str, str], obj: Obj | None) -> tuple[str, str, str] | N
 
 def _stored(key: tuple[str, str]) -> str:
     """Where an API server stores the object at `key` (namespace, name), below its kind's
-    prefix: a list is in this order (the storage's keys'), so a namespace's objects follow
-    those of any namespace named as it is with more after it ("a-b/x" before "a/x")."""
+    prefix. A list is in the order of these keys: namespace "a-b"'s objects come before
+    namespace "a"'s ("a-b/x" < "a/x")."""
     return f"{key[0]}/{key[1]}"
 
 
