@@ -19,8 +19,10 @@ from kube.client import RawClient, load_client
 from kube.lists import SPLIT_AFTER, SPLIT_PAGES, kind_type, list_objects
 from kube.live import ACTIVE_PODS, connect
 from kube.testing import FakeApiServer
+from kube.transport import Deadline
 from tests.builders import pod
 from tests.kube.test_kube_live_reads import NOW, Listed
+from triage.cluster.errors import DeadlineExceededError
 from triage.cluster.objects import name_of, ns_of
 from triage.cluster.source import ForbiddenError
 from triage.fleet import sweep
@@ -168,3 +170,17 @@ def test_a_sweep_read_by_namespace_answers_as_one_read_whole(tmp_path: Path) -> 
     assert by_namespace >= {"pods", "jobs"}
     assert listed["pods"] == len(pods) == len(every.objects("Pod"))
     assert keys(pods) == sorted(keys(pods), key=lambda k: f"{k[0]}/{k[1]}")
+
+
+def test_a_list_read_by_namespace_ends_on_the_command_s_deadline(
+    far: tuple[FakeApiServer, RawClient],
+) -> None:
+    """The namespaces' reads share the command's deadline: it ends the list with the error
+    every read past it gives, not a list short of what was left to read, nor a wait."""
+    api, client = far
+    api.latency = 0.25  # 1 s for the pages read whole, then 0.75 s by namespace
+    client.deadline = Deadline(1.4)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match=r"gave up after 1\.4 s"):
+        list_objects(client, PODS, page_size=PAGE, namespaces=lambda: NAMESPACES)
+    assert namespaced(api) and time.monotonic() - started < 5
