@@ -179,12 +179,14 @@ class LiveSource(SourceDefaults):
         # 16 KB each decoded whole). Events (every one, for a sweep): what they repeat kept
         # once (`kube.slim.slim_event`).
         whole = kind in PROJECTED and namespace is None and selector is None
-        if kind == "Pod" and namespace is None and selector in (None, ACTIVE_PODS):
+        rt = kind_type(kind)
+        # Every namespace's objects (every active pod's too): a long list, read by namespace
+        # when its round trips set its pace (`kube.lists.list_objects`).
+        every = rt.namespaced and namespace is None and selector in (None, ACTIVE_PODS)
+        if every and kind == "Pod":
             self.client.deadline.widen()  # every pod of the cluster: 1,200 pages at 20k nodes
         project = projection(kind, Sharer(owner=owner)) if whole or kind == "Event" else None
         transform = project if filed is None else partial(filing, filed, project)
-        rt = kind_type(kind)
-        every = rt.namespaced and namespace is None and selector in (None, ACTIVE_PODS)
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
                 self.client,
@@ -195,7 +197,7 @@ class LiveSource(SourceDefaults):
                 decode=decode or list_decoder(kind, projected=whole),  # what is read
                 transform=transform,
                 restarted=None if filed is None else filed.clear,
-                namespaces=self._namespace_names if every else None,  # a long list: split?
+                namespaces=self._namespace_names if every else None,
             )
         if filed is not None:
             self._named[(kind, namespace)] = filed
