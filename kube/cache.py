@@ -27,6 +27,7 @@ from kube.lists import events_for, kind_type
 from kube.live import LiveSource
 from kube.share import Sharer
 from kube.slim import projection
+from triage.cluster.indexes import BY_NAME, INDEXERS
 from triage.cluster.objects import Obj
 from triage.cluster.source import (
     KINDS,
@@ -285,7 +286,9 @@ class CachedSource(SourceDefaults):
         """Objects filed under `key` in an index of `triage.cluster.indexes`, kept current
         by the watch; None when `kind` is read from the API (the caller scans)."""
         inf = self._informer(kind)
-        return None if inf is None else inf.indexed(index, key)
+        if inf is None or (index != BY_NAME and (kind, index) not in INDEXERS):
+            return None  # (kept by no index: the caller scans)
+        return inf.indexed(index, key)
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
         inf = self._informer(kind)

@@ -28,8 +28,8 @@ from kube.share import Sharer
 from kube.slim import PROJECTED, projection
 from kube.transport import Deadline
 from kube.workers import Workers
-from triage.cluster.indexes import INDEXERS, Index
-from triage.cluster.objects import Obj, name_of, ns_of
+from triage.cluster.indexes import ANY, INDEXERS, POD_ACTIVE, Index
+from triage.cluster.objects import Obj, name_of, ns_of, pod_active
 from triage.cluster.source import (
     KINDS,
     Named,
@@ -113,6 +113,7 @@ class LiveSource(SourceDefaults):
         self._named: dict[Read, dict[str, dict[str, Obj]]] = {}  # namespace -> name -> object
         self._node_pods: dict[tuple[str, str], Obj] = {}  # pods read with their node's
         self._indexes: dict[tuple[str, str], Index] = {}
+        self._active: dict[str | None, Future[list[Obj]]] = {}  # POD_ACTIVE, by namespace
         self._usage: NodeUsageReads | None = None
 
     @property
@@ -168,17 +169,18 @@ class LiveSource(SourceDefaults):
         decode: Callable[[bytes], Any] | None = None,
         owner: Callable[[str, str, Any], Obj | None] | None = None,
         filed: Named | None = None,
+        slim: bool = False,
     ) -> list[Obj]:
         """The objects of a list, slimmed as the cache's are when every one is read. The
         projection takes the strings of the owners `owner` finds (`Sharer`); with `filed`,
         each object is filed there as it is read, by namespace and name, and `_named_in`
-        then answers from it."""
+        then answers from it. `slim`: a selected list of every namespace's is slimmed too."""
         # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
         # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed. So is every
         # workload with a pod template (a batch cluster's Jobs are as many as its pods, and
         # 16 KB each decoded whole). Events (every one, for a sweep): what they repeat kept
         # once (`kube.slim.slim_event`).
-        whole = kind in PROJECTED and namespace is None and selector is None
+        whole = kind in PROJECTED and namespace is None and (selector is None or slim)
         rt = kind_type(kind)
         # Every namespace's objects (every active pod's too): a long list, read by namespace
         # when its round trips set its pace (`kube.lists.list_objects`).
@@ -273,9 +275,27 @@ class LiveSource(SourceDefaults):
         """Objects filed under `key` in an index of `triage.cluster.indexes`, built on first
         use from the cluster-wide list of `kind` when it was read (a sweep finds every stuck
         workload's pods without scanning a namespace per workload); None otherwise (the
-        caller scans what it reads)."""
+        caller scans what it reads). `POD_ACTIVE` is answered by a list of its own."""
+        if (kind, index) == ("Pod", POD_ACTIVE):
+            return self._active_of(None if key == ANY else str(key))
         built = self._index(kind, index)
         return None if built is None else built.get(key)
+
+    def _active_of(self, namespace: str | None) -> list[Obj]:
+        """The active pods of `namespace` (None: of every one), in the API server's order:
+        kept from its pods when they were read, else listed by a field selector that leaves
+        the finished ones on the server (in a batch namespace, most of its pods)."""
+        if ("Pod", None) in self._lists or ("Pod", namespace) in self._lists:
+            pods = self.objects("Pod", namespace=namespace)
+        else:
+            with self._lock:
+                found = self._active.get(namespace)
+                if found is None:
+                    found = self._active[namespace] = _now(
+                        lambda: self._list("Pod", namespace, ACTIVE_PODS, slim=True)
+                    )
+            pods = found.result()
+        return [p for p in pods if pod_active(p)]
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
         built = self._index(kind, index)
@@ -340,6 +360,7 @@ class LiveSource(SourceDefaults):
         self._workers.close()
         self.client.close()
         self._lists, self._named, self._node_pods, self._indexes = {}, {}, {}, {}
+        self._active = {}
         self._usage = None
 
 

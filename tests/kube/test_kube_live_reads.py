@@ -344,3 +344,75 @@ def test_a_sweep_s_pods_hold_the_strings_of_the_jobs_read_before_them(
         assert any(line.startswith("cannot list jobs") for line in result.unread)
     finally:
         api.stop()
+
+
+def spread_cluster() -> list[Obj]:
+    """A batch namespace: 10 nodes, each with 8 finished pods of app=train, nine with a
+    running one and the last full with another, and pending pods of app=train: one spread over
+    the hosts (the full node is the one it could skew least on), one that shuns them on any
+    node of any namespace (required anti-affinity with an empty namespace selector)."""
+    objs: list[Obj] = [daemonset(p["metadata"]["labels"]["app"]) for p in operator_pods("x")]
+    train = {"app": "train"}
+    for i in range(10):
+        host = f"n{i:02d}"
+        objs.append(node(host))
+        objs += operator_pods(host)
+        objs += [
+            pod(f"done-{i:02d}-{j}", node_name=host, phase="Succeeded", labels=train)
+            for j in range(8)
+        ]
+        running = (f"run-{i:02d}", train, 4) if i < 9 else ("other", {"app": "other"}, 8)
+        objs.append(pod(running[0], node_name=host, gpus=running[2], phase="Running",
+                        labels=running[1]))  # fmt: skip
+    spread = {"topologySpreadConstraints": [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": train}}]}  # fmt: skip
+    shun = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {},
+        "labelSelector": {"matchLabels": train}}]}}}  # fmt: skip
+    objs.append(pod("spread", gpus=1, labels=train, extra_spec=spread))
+    objs.append(pod("shun", gpus=1, labels=train, extra_spec=shun))
+    return objs
+
+
+@pytest.mark.parametrize("name", ["spread", "shun"])
+def test_scheduling_filters_read_a_namespace_s_active_pods_only(name: str, tmp_path: Path) -> None:
+    """Pod topology spread and pod affinity count the active pods (as a scheduler, whose
+    informer lists no finished pod): read by a field selector that leaves a batch namespace's
+    finished pods on the server, and answering as every pod read would."""
+    objs = spread_cluster()
+    api, kubeconfig = served(objs, tmp_path)
+    try:
+        live = connect(kubeconfig=kubeconfig, read_ahead="triage")
+        got = report(live, "team-a", name)
+    finally:
+        api.stop()
+    assert got == report(Listed(objs), "team-a", name)
+    assert got["failing_layer"] == "scheduling"  # the filters judged: every node refuses
+    assert ("spread" if name == "spread" else "anti-affinity") in got["headline"]
+    lists = [(p, q.get("fieldSelector", "")) for p, q in api.requests if p.endswith("/pods")]
+    if name == "spread":
+        assert ("/api/v1/namespaces/team-a/pods", ACTIVE) in lists
+    else:  # every namespace's: the term's selector is empty
+        assert ("/api/v1/pods", ACTIVE) in lists
+    # No list of the namespace's or of every pod, finished ones and all (the stack view reads
+    # the operator's namespace whole).
+    assert [p for p, q in lists if not q] == [f"/api/v1/namespaces/{OPNS}/pods"]
+
+
+def test_active_pods_come_from_the_pods_already_read(tmp_path: Path) -> None:
+    """A command that read every pod (a sweep) answers a namespace's active pods from them."""
+    objs = spread_cluster()
+    api, kubeconfig = served(objs, tmp_path)
+    try:
+        live = connect(kubeconfig=kubeconfig, read_ahead="sweep")
+        live.objects("Pod")
+        before = len(api.requests)
+        found = live.indexed("Pod", "pod-active", "team-a")
+        assert len(api.requests) == before
+    finally:
+        api.stop()
+    assert found is not None
+    assert sorted(p["metadata"]["name"] for p in found) == sorted(
+        [f"run-{i:02d}" for i in range(9)] + ["other", "spread", "shun"]
+    )

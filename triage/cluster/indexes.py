@@ -20,6 +20,7 @@ from triage.cluster.objects import (
     meta,
     name_of,
     ns_of,
+    pod_active,
     pod_problem,
     wants_pods,
 )
@@ -45,6 +46,12 @@ BY_NAME = "by-name"
 # cluster, nor every Job it keeps once finished. (ReplicaSets are looked at from their list:
 # two may stand for one Deployment, and which comes first then names the item.)
 WORKLOAD_OPEN = "workload-open"
+# The active pods (`pod_active`) of a namespace, or under ANY of every one, in the order the
+# source lists them: what the scheduling filters count (spread, pod affinity, a volume's one
+# user). Kept by no index here: a source that reads from the API answers it by a list that
+# leaves the finished pods on the server (a batch namespace's are most of its pods); others
+# answer None and the caller keeps the active ones of the namespace's pods.
+POD_ACTIVE = "pod-active"
 
 
 def _owner_keys(pod: Obj) -> Iterable[Hashable]:
@@ -219,6 +226,14 @@ def by_index(
         return list(found)
     fn = INDEXERS[(kind, index)]
     return [o for o in source.objects(kind, namespace=namespace) if key in fn(o)]
+
+
+def active_pods(source: ClusterSource, *, namespace: str | None) -> list[Obj]:
+    """The active pods of `namespace` (None: of every namespace), as the source lists them."""
+    found = source.indexed("Pod", POD_ACTIVE, ANY if namespace is None else namespace)
+    if found is not None:
+        return list(found)
+    return [p for p in source.objects("Pod", namespace=namespace) if pod_active(p)]
 
 
 def owned_pods(

@@ -153,12 +153,15 @@ class MemorySource(SourceDefaults):
             self._usage_now = self._usage.snapshot()
         return self._usage_now
 
-    def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj]:
+    def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
         """The objects filed under `key` in an index of `triage.cluster.indexes`, built on
-        first use (`BY_NAME`: the store itself)."""
+        first use (`BY_NAME`: the store itself); None for one it keeps no index for
+        (`INDEXERS`): the caller scans."""
         if index == BY_NAME:
             found = self._by_kind[kind].get(key)  # type: ignore[call-overload]
             return [] if found is None else [found]
+        if (kind, index) not in INDEXERS:
+            return None
         return self._index(kind, index).get(key)
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool]:

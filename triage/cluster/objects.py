@@ -56,6 +56,12 @@ def pod_terminated(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def pod_active(pod: Obj) -> bool:
+    """Whether a pod takes part in placing others (a scheduler's informer lists no finished
+    pod; one being deleted is going)."""
+    return not pod_terminated(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
 def meta(obj: Obj) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from triage.cluster.indexes import active_pods
 from triage.cluster.objects import Obj, meta, name_of, ns_of
 from triage.cluster.quantities import gpu_requests, pod_requests
 from triage.cluster.source import ReadFailedError
@@ -160,6 +161,7 @@ def _filters(
         nodes=nodes,
         usage=usage,
         existing_anti_affinity=existing,
+        active_pods=lambda ns: active_pods(source, namespace=ns),
     )
     return PodFilters(view, unread=lambda e: ctx.could_not(e, Layer.SCHEDULING))
 

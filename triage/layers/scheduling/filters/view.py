@@ -14,13 +14,14 @@ from typing import Protocol
 
 from triage.cluster.events import Event
 from triage.cluster.lazy import cached_property
-from triage.cluster.objects import Obj, labels, name_of, ns_of, pod_terminated
+from triage.cluster.objects import Obj, labels, name_of, ns_of, pod_active
 from triage.cluster.selectors import label_selector_matches
 from triage.cluster.usage import NodeUsage
 from triage.signals import Signal
 
 Get = Callable[[str, str, "str | None"], "Obj | None"]
 Read = Callable[[str, "str | None"], list[Obj]]
+ReadPods = Callable[["str | None"], list[Obj]]
 Events = Callable[[str, str], list[Event]]
 
 
@@ -53,10 +54,6 @@ def with_keys(selector: Obj | None, keys: list[str], pod_labels: dict[str, str])
     return {**selector, "matchLabels": {**(selector.get("matchLabels") or {}), **extra}}
 
 
-def active(pod: Obj) -> bool:
-    return not pod_terminated(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
-
-
 class Filter(Protocol):
     def pre_filter(self) -> list[Signal]:
         """Reasons that stop the pod on every node, whatever the node."""
@@ -80,8 +77,14 @@ class FilterView:
         nodes: list[Obj],
         usage: Mapping[str, NodeUsage],
         existing_anti_affinity: bool = False,
+        active_pods: ReadPods | None = None,
     ) -> None:
+        """`active_pods`: the active pods (`pod_active`) of a namespace (None: of every one),
+        in the order `read` lists them; by default, read and kept."""
         self.pod, self.get, self.read, self.events = pod, get, read, events
+        self.active_pods: ReadPods = active_pods or (
+            lambda ns: [p for p in read("Pod", ns) if pod_active(p)]
+        )
         # whether the scheduler reports running pods' anti-affinity (InterPodAffinity then
         # scans every running pod for it)
         self.existing_anti_affinity = existing_anti_affinity
@@ -108,11 +111,11 @@ class FilterView:
 
     def bound_pods(self, namespaces: set[str] | None) -> list[Obj]:
         pods = (
-            self.read("Pod", None)
+            self.active_pods(None)
             if namespaces is None
-            else [p for ns in sorted(namespaces) for p in self.read("Pod", ns)]
+            else [p for ns in sorted(namespaces) for p in self.active_pods(ns)]
         )
-        return [p for p in pods if (p.get("spec") or {}).get("nodeName") and active(p)]
+        return [p for p in pods if (p.get("spec") or {}).get("nodeName")]
 
     def domain(self, node: str, key: str) -> str | None:
         n = self.nodes.get(node)

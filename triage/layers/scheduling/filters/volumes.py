@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from triage.cluster.objects import Obj, labels, name_of, ns_of
 from triage.cluster.quantities import amount
 from triage.cluster.selectors import node_selector_term_matches
-from triage.layers.scheduling.filters.view import FilterView, Refusal, active
+from triage.layers.scheduling.filters.view import FilterView, Refusal
 from triage.layers.scheduling.framework import FilterPlugin, Phase
 from triage.model import Layer
 from triage.signals import Signal
@@ -192,9 +192,8 @@ class Volumes:
         me = name_of(self.view.pod)
         return [
             p
-            for p in self.view.read("Pod", self.view.namespace)
+            for p in self.view.active_pods(self.view.namespace)
             if name_of(p) != me
-            and active(p)
             and (p.get("spec") or {}).get("nodeName")
             and any(claim == c.name for _, claim, _ in claim_names(p))
         ]
