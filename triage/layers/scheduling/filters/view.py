@@ -14,7 +14,7 @@ from typing import Protocol
 
 from triage.cluster.events import Event
 from triage.cluster.lazy import cached_property
-from triage.cluster.objects import Obj, labels, name_of, ns_of, pod_active
+from triage.cluster.objects import Obj, labels, name_of, ns_of
 from triage.cluster.selectors import label_selector_matches
 from triage.cluster.usage import NodeUsage
 from triage.signals import Signal
@@ -76,15 +76,13 @@ class FilterView:
         events: Events,
         nodes: list[Obj],
         usage: Mapping[str, NodeUsage],
+        active_pods: ReadPods,
         existing_anti_affinity: bool = False,
-        active_pods: ReadPods | None = None,
     ) -> None:
         """`active_pods`: the active pods (`pod_active`) of a namespace (None: of every one),
-        in the order `read` lists them; by default, read and kept."""
+        in the order `read` lists them (`triage.cluster.indexes.active_pods`)."""
         self.pod, self.get, self.read, self.events = pod, get, read, events
-        self.active_pods: ReadPods = active_pods or (
-            lambda ns: [p for p in read("Pod", ns) if pod_active(p)]
-        )
+        self.active_pods = active_pods
         # whether the scheduler reports running pods' anti-affinity (InterPodAffinity then
         # scans every running pod for it)
         self.existing_anti_affinity = existing_anti_affinity
