@@ -27,7 +27,7 @@ from kube.lists import events_for, kind_type
 from kube.live import LiveSource
 from kube.share import Sharer
 from kube.slim import projection
-from triage.cluster.indexes import BY_NAME, INDEXERS
+from triage.cluster.indexes import kept
 from triage.cluster.objects import Obj
 from triage.cluster.source import (
     KINDS,
@@ -286,8 +286,8 @@ class CachedSource(SourceDefaults):
         """Objects filed under `key` in an index of `triage.cluster.indexes`, kept current
         by the watch; None when `kind` is read from the API (the caller scans)."""
         inf = self._informer(kind)
-        if inf is None or (index != BY_NAME and (kind, index) not in INDEXERS):
-            return None  # (kept by no index: the caller scans)
+        if inf is None or not kept(kind, index):
+            return None
         return inf.indexed(index, key)
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:

@@ -109,6 +109,12 @@ INDEXERS: dict[tuple[str, str], Indexer] = {
 }
 
 
+def kept(kind: str, index: str) -> bool:
+    """Whether a source that keeps indexes keeps this one: `BY_NAME` (its store) or one of
+    `INDEXERS`. Asked of any other (`POD_ACTIVE`), it answers None: the caller scans."""
+    return index == BY_NAME or (kind, index) in INDEXERS
+
+
 class Index:
     """One index: key -> the objects filed under it, kept current with `update` as objects
     change (an object is replaced, never mutated, and `update` is given the very object the

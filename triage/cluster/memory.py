@@ -12,7 +12,7 @@ from datetime import datetime
 
 from triage.cluster.errors import NotServedError
 from triage.cluster.events import by_subject
-from triage.cluster.indexes import BY_NAME, INDEXERS, Index
+from triage.cluster.indexes import BY_NAME, INDEXERS, Index, kept
 from triage.cluster.kinds import ALL_KINDS
 from triage.cluster.lazy import cached_property
 from triage.cluster.objects import Obj
@@ -156,11 +156,11 @@ class MemorySource(SourceDefaults):
     def indexed(self, kind: str, index: str, key: Hashable) -> list[Obj] | None:
         """The objects filed under `key` in an index of `triage.cluster.indexes`, built on
         first use (`BY_NAME`: the store itself); None for one it keeps no index for
-        (`INDEXERS`): the caller scans."""
+        (`kept`): the caller scans."""
         if index == BY_NAME:
             found = self._by_kind[kind].get(key)  # type: ignore[call-overload]
             return [] if found is None else [found]
-        if (kind, index) not in INDEXERS:
+        if not kept(kind, index):
             return None
         return self._index(kind, index).get(key)
 
