@@ -390,7 +390,8 @@ def main() -> None:
             applied = json.loads(server.stdout.readline())["applied"]
             stats = cache.stats()
             print(f"  changes applied meanwhile: {applied} (node status, pods finishing and "
-                  f"starting); pods cached {stats['Pod']}, relists {stats['relists']}")  # fmt: skip
+                  f"starting); pods cached {stats['Pod']} (finished pods of Jobs known by name "
+                  f"{stats['pods_held_aside']}), relists {stats['relists']}")  # fmt: skip
 
         if cli_p50:
             print(f"speed-up (CLI why-pending p50 / warm p50): {cli_p50 / p50:.0f}x")

@@ -23,18 +23,19 @@ from kube.client import RawClient, load_client
 from kube.decode import TEMPLATED
 from kube.fastjson import gc_paused
 from kube.informer import Informer
-from kube.lists import events_for, kind_type
+from kube.lists import events_for, kind_type, list_objects
 from kube.live import LiveSource
 from kube.share import Sharer
 from kube.slim import projection
-from triage.cluster.indexes import kept
-from triage.cluster.objects import Obj
+from triage.cluster.indexes import POD_OWNER, kept
+from triage.cluster.objects import Obj, name_of, ns_of
 from triage.cluster.source import (
     KINDS,
     SourceDefaults,
     SourceStatus,
     UnavailableError,
     filed_at,
+    key,
 )
 from triage.cluster.usage import NodeUsage, UsageIndex
 
@@ -83,6 +84,22 @@ def few_malloc_arenas() -> bool:
     return bool(mallopt(_M_ARENA_MAX, MALLOC_ARENAS))
 
 
+# A pod held aside is read by itself from the API when its Job has this many or fewer held;
+# else the namespace's finished pods are listed (by this field selector) and its kept.
+_GET_EACH = 8
+_SUCCEEDED = "status.phase=Succeeded"
+
+
+def _job_key(kind: str, index: str, key: object) -> tuple[str, str] | None:
+    """(namespace, Job name) of a `POD_OWNER` key of the pods of a Job, else None."""
+    if kind != "Pod" or index != POD_OWNER or type(key) is not tuple or len(key) != 3:
+        return None
+    ns, owner_kind, name = key
+    if owner_kind != "Job" or type(ns) is not str or type(name) is not str:
+        return None
+    return ns, name
+
+
 class CachedSource(SourceDefaults):
     """ClusterSource served from watches. `start()`, optionally `wait_synced()`, then read.
 
@@ -99,6 +116,14 @@ class CachedSource(SourceDefaults):
     make the two streams' times add up instead. Read by list pages, each of which waits on
     the server, the two lists are read at once (one after the other, a cold sync took twice
     as long with 50 ms a page).
+
+    A pod that has succeeded and whose one owner is a Job is held aside (`Informer`'s
+    `aside`): the cache keeps its name and its Job's, not the pod. A batch cluster's
+    finished pods are most of its pods, and nothing but a question about that pod or its Job
+    reads one: scheduling, usage and the sweeps look at active pods; whether a Job has pods
+    at all is answered from the names (`filed`, `unmatched`). Asked by name (`get`), or as
+    one of its Job's pods (`indexed` by `POD_OWNER`), such a pod is read from the API: one
+    request a pod, or a list of the namespace's finished pods for more than `_GET_EACH`.
     """
 
     def __init__(
@@ -137,6 +162,7 @@ class CachedSource(SourceDefaults):
                 project=self._projection(kind),
                 after=[made[k] for k in _POD_OWNERS_FIRST if pods and k in made],
                 file_as_read=kind in _POD_OWNERS_FIRST,
+                aside=self._finished_of_job if pods else None,
             )
         self._informers = {kind: made[kind] for kind in kinds}
         self._started = False
@@ -174,6 +200,39 @@ class CachedSource(SourceDefaults):
         if found is None and listing is not None:
             found = filed_at(listing, namespace, name)
         return found
+
+    def _finished_of_job(self, pod: Obj) -> str | None:
+        """The name of the Job of a pod to hold aside (see the class): one that succeeded,
+        whose one owner reference is to a Job; the cached Job's own name string."""
+        status, meta = pod.get("status"), pod.get("metadata")
+        if type(status) is not dict or status.get("phase") != "Succeeded" or type(meta) is not dict:
+            return None
+        refs, ns, name = meta.get("ownerReferences"), meta.get("namespace"), meta.get("name")
+        if type(refs) is not list or len(refs) != 1 or type(refs[0]) is not dict:
+            return None
+        job = refs[0].get("name")
+        if refs[0].get("kind") != "Job" or type(job) is not str or not job:
+            return None
+        if type(ns) is not str or type(name) is not str or not name:
+            return None
+        cached = self._owner("Job", ns, job)
+        own = None if cached is None else (cached.get("metadata") or {}).get("name")
+        return own if own == job else job
+
+    def _held_aside(self, inf: Informer, namespace: str, names: list[str]) -> list[Obj]:
+        """The pods of `names` held aside in `namespace`, read from the API and projected as
+        the cache's are (those gone since are left out)."""
+        project = projection("Pod", Sharer(owner=self._owner))
+        if len(names) <= _GET_EACH:
+            live = self._live()
+            got = [live.get("Pod", n, namespace=namespace) for n in names]
+        else:
+            wanted = set(names)
+            listed, _ = list_objects(
+                self.client, inf.rt, namespace=namespace, field_selector=_SUCCEEDED
+            )
+            got = [o for o in listed if key(o)[1] in wanted]
+        return [project(o) for o in got if o is not None]
 
     @property
     def cluster_name(self) -> str:
@@ -265,7 +324,11 @@ class CachedSource(SourceDefaults):
         inf = self._informer(kind)
         if inf is None:
             return self._live().get(kind, name, namespace=namespace)
-        return inf.get((namespace or "") if inf.rt.namespaced else "", name)
+        ns = (namespace or "") if inf.rt.namespaced else ""
+        found = inf.get(ns, name)
+        if found is None and inf.aside_of(ns, name) is not None:
+            return next(iter(self._held_aside(inf, ns, [name])), None)
+        return found
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
         inf = self._informer(kind)
@@ -288,17 +351,37 @@ class CachedSource(SourceDefaults):
         inf = self._informer(kind)
         if inf is None or not kept(kind, index):
             return None
-        return inf.indexed(index, key)
+        found = inf.indexed(index, key)
+        job = _job_key(kind, index, key)
+        if job is not None:
+            names = inf.aside_names(*job)
+            if names:
+                return [*found, *self._held_aside(inf, job[0], names)]
+        return found
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
         inf = self._informer(kind)
-        return None if inf is None else inf.filed(index, keys)
+        if inf is None:
+            return None
+        found = inf.filed(index, keys)
+        jobs = [(i, job) for i, k in enumerate(keys) if (job := _job_key(kind, index, k))]
+        if jobs:
+            owned = inf.aside_owned([job for _, job in jobs])
+            for (i, _), has in zip(jobs, owned, strict=True):
+                found[i] = found[i] or has
+        return found
 
     def unmatched(
         self, kind: str, index: str, other_kind: str, other_index: str
     ) -> list[Obj] | None:
         inf, other = self._informer(kind), self._informer(other_kind)
-        return None if inf is None or other is None else inf.unmatched(index, other, other_index)
+        if inf is None or other is None:
+            return None
+        found = inf.unmatched(index, other, other_index)
+        if (kind, other_kind, other_index) != ("Job", "Pod", POD_OWNER):
+            return found
+        owned = other.aside_owned([(ns_of(w), name_of(w)) for w in found])
+        return [w for w, has in zip(found, owned, strict=True) if not has]
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._informer("Pod") is None:
@@ -342,6 +425,11 @@ class CachedSource(SourceDefaults):
             for kind, inf in self._informers.items()
         ]
 
+    def held_aside(self) -> int:
+        """How many finished pods of Jobs the cache knows by name alone (see the class)."""
+        inf = self._informers.get("Pod")
+        return 0 if inf is None else inf.aside_count()
+
     def status(self, *, watched: bool = False) -> SourceStatus:
         """Synced, still syncing, stale (a watch down for a while) or down (never synced)."""
         pending = [inf for inf in self._informers.values() if not inf.synced.is_set()]
@@ -357,7 +445,7 @@ class CachedSource(SourceDefaults):
             name=self.cluster_name,
             state=state,
             nodes=len(self._informers["Node"]) if "Node" in self._informers else 0,
-            pods=len(self._informers["Pod"]) if "Pod" in self._informers else 0,
+            pods=len(self._informers["Pod"]) + self.held_aside() if "Pod" in self._informers else 0,
             detail=detail,
             watched=watched,
         )
@@ -371,6 +459,7 @@ class CachedSource(SourceDefaults):
         """Objects cached per kind, API requests and watches sent, relists after 410 Gone so
         far, and how many kinds last synced by the watch-list protocol (for the bench)."""
         out = {kind: len(inf) for kind, inf in self._informers.items()}
+        out["pods_held_aside"] = self.held_aside()
         out["api_requests"] = self.client.requests
         out["api_watches"] = self.client.watches
         out["relists"] = sum(inf.relists for inf in self._informers.values())

@@ -48,6 +48,9 @@ _T = TypeVar("_T")
 # reports a full replacement through `on_replace` instead.
 OnChange = Callable[[Obj | None, Obj | None], None]
 OnReplace = Callable[[list[Obj]], None]
+# Which objects the store holds aside: for one it keeps only its name and the string this
+# returns (a finished pod of a Job: the Job's name), not the object; None: kept as any.
+Aside = Callable[[Obj], str | None]
 State = Literal["starting", "synced", "forbidden", "absent", "failing"]
 
 ABSENT_RECHECK = 300.0  # seconds before checking again whether a missing API got installed
@@ -72,11 +75,15 @@ class Informer:
         project: Callable[[Obj], Obj] | None = None,
         after: Sequence[Informer] = (),
         file_as_read: bool = False,
+        aside: Aside | None = None,
     ) -> None:
         """`project`: what the cache keeps of each object (`kube.slim.projection` of the kind
         by default). `after`: informers whose first list must have ended, listed or not, before
         this one's first list starts, while they read by streams (see `CachedSource`).
-        `file_as_read`: while a list is read by pages, `listing` holds the objects read so far."""
+        `file_as_read`: while a list is read by pages, `listing` holds the objects read so far.
+        `aside`: the objects to hold aside (`Aside`): `items`, `get` and the indexes leave
+        them out, `aside_of` and `aside_names` name them, `aside_owned` says which strings
+        some are held under; `on_change` sees one held aside as gone."""
         self.client, self.rt = client, rt
         # Sync by the watch-list protocol (kube.lists.stream_objects) until the server refuses
         # it once; then by paginated lists. `protocol` says which the last sync used.
@@ -84,6 +91,11 @@ class Informer:
         self.protocol = ""
         self.freeze_gc = freeze_gc  # freeze the store and indexes once built (kube.fastjson)
         self._project = project or projection(rt.kind)
+        self._aside = aside
+        # Held aside: namespace, then name, then the string `aside` gave; and how many are held
+        # under each string, by namespace.
+        self._held_aside: dict[str, dict[str, str]] = {}
+        self._aside_owned: dict[str, dict[str, int]] = {}
         self._after = tuple(after)
         self._on_change, self._on_replace = on_change, on_replace
         self._watch_timeout = watch_timeout
@@ -147,6 +159,34 @@ class Informer:
 
     def __len__(self) -> int:
         return self._count
+
+    def aside_of(self, namespace: str, name: str) -> str | None:
+        """The string an object held aside is held under (None: none is held by this name)."""
+        with self._lock:
+            return self._held_aside.get(namespace, _NO_ASIDE).get(name)
+
+    def aside_names(self, namespace: str, held_as: str) -> list[str]:
+        """The names of the objects of `namespace` held aside under `held_as`."""
+        with self._lock:
+            if not self._aside_owned.get(namespace, _NO_OWNED).get(held_as):
+                return []
+            return [
+                n for n, h in self._held_aside.get(namespace, _NO_ASIDE).items() if h == held_as
+            ]
+
+    def aside_owned(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
+        """For each (namespace, string), whether an object is held aside under it."""
+        with self._lock:
+            owned = self._aside_owned
+            return [bool(owned.get(ns, _NO_OWNED).get(held_as)) for ns, held_as in keys]
+
+    def aside_count(self) -> int:
+        with self._lock:
+            return sum(map(len, self._held_aside.values()))
+
+    def project(self, obj: Obj) -> Obj:
+        """`obj` as the store would keep it (an object read from the API by other means)."""
+        return self._project(obj)
 
     @property
     def resource_version(self) -> str:
@@ -285,16 +325,23 @@ class Informer:
             self._replace()
 
     def _replace(self) -> None:
+        aside: dict[str, dict[str, str]] = {}
         try:
-            items, rv, by_ns = self._initial()
+            items, rv, by_ns = self._initial(aside)
         except BaseException:
             self.listing = None
             raise
+        owned: dict[str, dict[str, int]] = {}
+        for ns, held in aside.items():
+            counts = owned[ns] = {}
+            for held_as in held.values():
+                counts[held_as] = counts.get(held_as, 0) + 1
         with self._lock:
             names = list(self._indexes)
         indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}
         with self._lock:
             self._by_ns, self._rv = by_ns, rv
+            self._held_aside, self._aside_owned = aside, owned
             self.listing = None  # (its objects are the store's now)
             self._count = sum(len(held) for held in by_ns.values())
             self._lists = {}
@@ -309,16 +356,16 @@ class Informer:
         self.synced.set()
         self.tried.set()
 
-    def _initial(self) -> tuple[list[Obj], str, Named]:
+    def _initial(self, aside: dict[str, dict[str, str]]) -> tuple[list[Obj], str, Named]:
         """Every object, the resourceVersion to watch from, and the objects by namespace and
         name: streamed while the server serves the watch-list protocol, else listed page by
-        page."""
+        page. The objects held aside are filed in `aside` instead."""
         if self.watch_list:
             try:
                 items, rv = stream_objects(
                     self.client,
                     self.rt,
-                    transform=self._project,
+                    transform=self._holding(self._project, aside),
                     decode=event_decoder(self.rt.kind, projected=True),
                 )
             except WatchListRefused as e:
@@ -326,17 +373,48 @@ class Informer:
                 self.watch_list = False
             else:
                 self.protocol = "watch-list"
+                items = _kept(items, aside)
                 return items, rv, by_namespace(items)
         self.protocol = "list"
+        aside.clear()  # (of a stream that was refused)
         filed, project = self._filing()
+
+        def restarted() -> None:
+            aside.clear()
+            if filed is not None:
+                filed.clear()
+
         items, rv = list_objects(
             self.client,
             self.rt,
-            transform=project,
+            transform=self._holding(project, aside),
             decode=list_decoder(self.rt.kind, projected=True),
-            restarted=None if filed is None else filed.clear,
+            restarted=restarted,
         )
+        items = _kept(items, aside)
         return items, rv, by_namespace(items) if filed is None else filed
+
+    def _holding(
+        self, project: Callable[[Obj], Obj], aside: dict[str, dict[str, str]]
+    ) -> Callable[[Obj], Obj]:
+        """`project`, but for an object to hold aside: filed in `aside`, and `_ASIDE` in its
+        place in the list (left out by `_kept`)."""
+        test = self._aside
+        if test is None:
+            return project
+
+        def holding(obj: Obj) -> Obj:
+            held_as = test(obj)
+            if held_as is None:
+                return project(obj)
+            ns, name = key(obj)
+            named = aside.get(ns)
+            if named is None:
+                named = aside[ns] = {}
+            named[name] = held_as
+            return _ASIDE
+
+        return holding
 
     def _filing(self) -> tuple[Named | None, Callable[[Obj], Obj]]:
         """The projection of a list's objects; with `file_as_read`, one that also files each
@@ -388,40 +466,97 @@ class Informer:
             self._rv = rv or self._rv
             return
         obj["kind"], obj["apiVersion"] = self.rt.kind, self.rt.api_version
+        held_as = None if self._aside is None or etype == "DELETED" else self._aside(obj)
+        if held_as is not None:
+            self._hold_aside(obj, held_as, rv)
+            return
         new = self._project(obj)
         ns, name = key(new)
         with self._lock:
             held = self._by_ns.get(ns)
             old = None if held is None else held.get(name)
+            if self._held_aside and self._unhold(ns, name) and etype == "DELETED":
+                self._rv = rv or self._rv  # (it was not in the store)
+                return
             if etype == "MODIFIED" and old is not None and _unchanged(old, new):
                 # A heartbeat, or a status write of something the cache does not keep: the
                 # stored object stays, so everything remembered by its identity stays valid.
                 self._rv = rv or self._rv
                 return
-            if etype == "DELETED":
-                if old is not None and held is not None:
-                    del held[name]
-                    self._count -= 1
-                    if not held:
-                        del self._by_ns[ns]
-                new_value: Obj | None = None
-            else:
-                if held is None:
-                    held = self._by_ns[ns] = {}
-                if old is None:
-                    self._count += 1
-                held[name] = new
-                new_value = new
-            self._lists.pop(ns, None)
-            self._lists.pop(None, None)
-            for built in self._indexes.values():
-                built.update(old, new_value)
-            for pending in self._catching_up.values():
-                if pending is not None:
-                    pending.append((old, new_value))
+            new_value = None if etype == "DELETED" else new
+            self._store(ns, name, old, new_value)
             self._rv = rv or self._rv
         if self._on_change is not None:
             self._on_change(old, new_value)
+
+    def _store(self, ns: str, name: str, old: Obj | None, new: Obj | None) -> None:
+        """Puts `new` (None: nothing) in place of `old` (None: nothing) in the store, its
+        lists and indexes; under the lock."""
+        held = self._by_ns.get(ns)
+        if new is None:
+            if old is not None and held is not None:
+                del held[name]
+                self._count -= 1
+                if not held:
+                    del self._by_ns[ns]
+        else:
+            if held is None:
+                held = self._by_ns[ns] = {}
+            if old is None:
+                self._count += 1
+            held[name] = new
+        self._lists.pop(ns, None)
+        self._lists.pop(None, None)
+        for built in self._indexes.values():
+            built.update(old, new)
+        for pending in self._catching_up.values():
+            if pending is not None:
+                pending.append((old, new))
+
+    def _hold_aside(self, obj: Obj, held_as: str, rv: str) -> None:
+        """Holds `obj` aside, in place of the object of its name the store held (gone from
+        it, for `on_change`)."""
+        ns, name = key(obj)
+        with self._lock:
+            held = self._by_ns.get(ns)
+            old = None if held is None else held.get(name)
+            if old is not None:
+                self._store(ns, name, old, None)
+            if self._held_aside.get(ns, _NO_ASIDE).get(name) != held_as:
+                self._unhold(ns, name)
+                self._held_aside.setdefault(ns, {})[name] = held_as
+                owned = self._aside_owned.setdefault(ns, {})
+                owned[held_as] = owned.get(held_as, 0) + 1
+            self._rv = rv or self._rv
+        if old is not None and self._on_change is not None:
+            self._on_change(old, None)
+
+    def _unhold(self, ns: str, name: str) -> bool:
+        """Forgets the object of this name held aside, if one is (and says so); under the
+        lock."""
+        named = self._held_aside.get(ns)
+        held_as = None if named is None else named.pop(name, None)
+        if held_as is None or named is None:
+            return False
+        if not named:
+            del self._held_aside[ns]
+        owned = self._aside_owned[ns]
+        owned[held_as] -= 1
+        if not owned[held_as]:
+            del owned[held_as]
+            if not owned:
+                del self._aside_owned[ns]
+        return True
+
+
+_ASIDE: Obj = {}  # in a list's place of an object held aside (`Informer._holding`)
+_NO_ASIDE: dict[str, str] = {}  # (never written to)
+_NO_OWNED: dict[str, int] = {}  # (never written to)
+
+
+def _kept(items: list[Obj], aside: dict[str, dict[str, str]]) -> list[Obj]:
+    """A list's objects but those held aside."""
+    return [o for o in items if o is not _ASIDE] if aside else items
 
 
 # Watch events that carry an object of the watched kind: decoded as list pages are (only what

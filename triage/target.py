@@ -89,12 +89,13 @@ def _template(workload: Obj) -> Obj:
 
 
 def _pick(pods: list[Obj]) -> Obj | None:
-    """The pod most worth explaining: a stuck one before a running one, oldest first."""
+    """The pod most worth explaining: a stuck one before a running one, oldest first (of
+    two created in one second, the first by name: not the order a source read them in)."""
     if not pods:
         return None
     stuck = [p for p in pods if pod_problem(p) is not None]
     pool = stuck or pods
-    return sorted(pool, key=lambda p: str(meta(p).get("creationTimestamp", "")))[0]
+    return min(pool, key=lambda p: (str(meta(p).get("creationTimestamp", "")), name_of(p)))
 
 
 def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
