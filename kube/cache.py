@@ -22,13 +22,13 @@ from typing import TypeVar
 from kube.client import RawClient, load_client
 from kube.decode import TEMPLATED
 from kube.fastjson import gc_paused
-from kube.informer import Informer
+from kube.informer import Aside, Informer
 from kube.lists import events_for, kind_type, list_objects
 from kube.live import LiveSource
 from kube.share import Sharer
 from kube.slim import projection
-from triage.cluster.indexes import POD_OWNER, kept
-from triage.cluster.objects import Obj, name_of, ns_of
+from triage.cluster.indexes import BY_NAME, POD_OWNER, kept
+from triage.cluster.objects import Obj, name_of, ns_of, workload_finished
 from triage.cluster.source import (
     KINDS,
     SourceDefaults,
@@ -118,12 +118,14 @@ class CachedSource(SourceDefaults):
     as long with 50 ms a page).
 
     A pod that has succeeded and whose one owner is a Job is held aside (`Informer`'s
-    `aside`): the cache keeps its name and its Job's, not the pod. A batch cluster's
-    finished pods are most of its pods, and nothing but a question about that pod or its Job
-    reads one: scheduling, usage and the sweeps look at active pods; whether a Job has pods
-    at all is answered from the names (`filed`, `unmatched`). Asked by name (`get`), or as
-    one of its Job's pods (`indexed` by `POD_OWNER`), such a pod is read from the API: one
-    request a pod, or a list of the namespace's finished pods for more than `_GET_EACH`.
+    `aside`): the cache keeps its name and its Job's, not the pod; so is a Job that has
+    finished (completed or failed), by its name. A batch cluster's finished pods and Jobs
+    are most of its objects, and nothing but a question about one of them reads one:
+    scheduling, usage and the sweeps look at active pods and at Jobs that want pods; whether
+    a Job has pods, or exists, is answered from the names (`filed`, `unmatched`, `count`).
+    Asked by name (`get`), or as one of its Job's pods (`indexed` by `POD_OWNER`), such an
+    object is read from the API: one request each, or a list of the namespace's finished
+    pods for more than `_GET_EACH` of one Job.
     """
 
     def __init__(
@@ -148,6 +150,7 @@ class CachedSource(SourceDefaults):
         self.usage = UsageIndex()
         self._sync_timeout, self._stale_after = sync_timeout, stale_after
         made: dict[str, Informer] = {}
+        aside: dict[str, Aside] = {"Pod": self._finished_of_job, "Job": self._finished_job}
         for kind in sorted(kinds, key=lambda k: k == "Pod"):  # the pods' last: see the class
             pods = kind == "Pod"
             made[kind] = Informer(
@@ -162,7 +165,7 @@ class CachedSource(SourceDefaults):
                 project=self._projection(kind),
                 after=[made[k] for k in _POD_OWNERS_FIRST if pods and k in made],
                 file_as_read=kind in _POD_OWNERS_FIRST,
-                aside=self._finished_of_job if pods else None,
+                aside=aside.get(kind),
             )
         self._informers = {kind: made[kind] for kind in kinds}
         self._started = False
@@ -217,15 +220,27 @@ class CachedSource(SourceDefaults):
             return None
         cached = self._owner("Job", ns, job)
         own = None if cached is None else (cached.get("metadata") or {}).get("name")
+        if own is None and "Job" in self._informers:  # a finished Job, held aside
+            own = self._informers["Job"].aside_of(ns, job)
         return own if own == job else job
 
+    def _finished_job(self, job: Obj) -> str | None:
+        """The name of a Job to hold aside (see the class): one that completed or failed."""
+        try:
+            finished = workload_finished(job)
+        except (AttributeError, TypeError):  # an odd status: kept, for the engine to judge
+            return None
+        name = (job.get("metadata") or {}).get("name")
+        return name if finished and type(name) is str and name else None
+
     def _held_aside(self, inf: Informer, namespace: str, names: list[str]) -> list[Obj]:
-        """The pods of `names` held aside in `namespace`, read from the API and projected as
-        the cache's are (those gone since are left out)."""
-        project = projection("Pod", Sharer(owner=self._owner))
-        if len(names) <= _GET_EACH:
+        """The objects of `names` held aside in `namespace`, read from the API and projected
+        as the cache's are (those gone since are left out)."""
+        kind = inf.rt.kind
+        project = self._projection(kind) or projection(kind)
+        if len(names) <= _GET_EACH or kind != "Pod":
             live = self._live()
-            got = [live.get("Pod", n, namespace=namespace) for n in names]
+            got = [live.get(kind, n, namespace=namespace) for n in names]
         else:
             wanted = set(names)
             listed, _ = list_objects(
@@ -326,7 +341,7 @@ class CachedSource(SourceDefaults):
             return self._live().get(kind, name, namespace=namespace)
         ns = (namespace or "") if inf.rt.namespaced else ""
         found = inf.get(ns, name)
-        if found is None and inf.aside_of(ns, name) is not None:
+        if found is None and inf.aside_of(ns, name) is not None:  # (see the class)
             return next(iter(self._held_aside(inf, ns, [name])), None)
         return found
 
@@ -340,7 +355,8 @@ class CachedSource(SourceDefaults):
         inf = self._informer(kind)
         if inf is None:  # read from the API: the caller lists
             return None
-        return inf.count(namespace if inf.rt.namespaced else None)
+        ns = namespace if inf.rt.namespaced else None
+        return inf.count(ns) + inf.aside_count(ns)  # what it knows of (see the class)
 
     def events_for(self, *, namespace: str, kind: str, name: str) -> list[Obj]:
         return events_for(self.client, namespace=namespace, kind=kind, name=name)
@@ -352,6 +368,10 @@ class CachedSource(SourceDefaults):
         if inf is None or not kept(kind, index):
             return None
         found = inf.indexed(index, key)
+        if index == BY_NAME and not found and type(key) is tuple and len(key) == 2:
+            ns, name = key
+            if inf.aside_of(ns, name) is not None:
+                return self._held_aside(inf, ns, [name])
         job = _job_key(kind, index, key)
         if job is not None:
             names = inf.aside_names(*job)
@@ -364,6 +384,10 @@ class CachedSource(SourceDefaults):
         if inf is None:
             return None
         found = inf.filed(index, keys)
+        if index == BY_NAME:
+            for i, k in enumerate(keys):
+                if not found[i] and type(k) is tuple and len(k) == 2:
+                    found[i] = inf.aside_of(*k) is not None
         jobs = [(i, job) for i, k in enumerate(keys) if (job := _job_key(kind, index, k))]
         if jobs:
             owned = inf.aside_owned([job for _, job in jobs])
@@ -425,9 +449,9 @@ class CachedSource(SourceDefaults):
             for kind, inf in self._informers.items()
         ]
 
-    def held_aside(self) -> int:
-        """How many finished pods of Jobs the cache knows by name alone (see the class)."""
-        inf = self._informers.get("Pod")
+    def held_aside(self, kind: str = "Pod") -> int:
+        """How many objects of `kind` the cache knows by name alone (see the class)."""
+        inf = self._informers.get(kind)
         return 0 if inf is None else inf.aside_count()
 
     def status(self, *, watched: bool = False) -> SourceStatus:
@@ -459,7 +483,8 @@ class CachedSource(SourceDefaults):
         """Objects cached per kind, API requests and watches sent, relists after 410 Gone so
         far, and how many kinds last synced by the watch-list protocol (for the bench)."""
         out = {kind: len(inf) for kind, inf in self._informers.items()}
-        out["pods_held_aside"] = self.held_aside()
+        out["pods_held_aside"] = self.held_aside("Pod")
+        out["jobs_held_aside"] = self.held_aside("Job")
         out["api_requests"] = self.client.requests
         out["api_watches"] = self.client.watches
         out["relists"] = sum(inf.relists for inf in self._informers.values())

@@ -180,13 +180,12 @@ class Informer:
             owned = self._aside_owned
             return [bool(owned.get(ns, _NO_OWNED).get(held_as)) for ns, held_as in keys]
 
-    def aside_count(self) -> int:
+    def aside_count(self, namespace: str | None = None) -> int:
+        """How many objects (of `namespace`, or all) are held aside."""
         with self._lock:
+            if namespace is not None:
+                return len(self._held_aside.get(namespace, _NO_ASIDE))
             return sum(map(len, self._held_aside.values()))
-
-    def project(self, obj: Obj) -> Obj:
-        """`obj` as the store would keep it (an object read from the API by other means)."""
-        return self._project(obj)
 
     @property
     def resource_version(self) -> str:

@@ -858,7 +858,8 @@ def test_a_sweep_through_the_cache_lists_no_job_after_a_change(
         rv = str(api.rv)
         wait_for(lambda: cache.resource_version("Job") == rv)
         jobs = cache._informers["Job"]
-        assert jobs.count() == 3 and jobs.count("team-0") == 3 and jobs.count("team-1") == 0
+        assert jobs.count() == 2 and jobs.aside_of("team-0", "done") == "done"  # finished
+        assert cache.count("Job") == 3 and cache.count("Job", namespace="team-0") == 3
         assert cache.count("Job", namespace="team-1") == 0 and cache.count("Node") == 4
         assert cache.count("Deployment") is None  # not cached: the caller lists (refused)
         assert None not in jobs._lists

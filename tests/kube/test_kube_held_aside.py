@@ -20,7 +20,7 @@ from kube.testing import FakeApiServer
 from tests.builders import node, pod
 from tests.kube.test_kube_cache import wait_for
 from triage import triage
-from triage.cluster.indexes import POD_OWNER, WORKLOAD_OPEN, owned_pods
+from triage.cluster.indexes import BY_NAME, POD_OWNER, WORKLOAD_OPEN, owned_pods
 from triage.cluster.memory import MemorySource
 from triage.cluster.source import KINDS, ReadFailedError, by_namespace, key
 from triage.fleet import sweep
@@ -31,10 +31,10 @@ NOW = datetime(2026, 12, 3, tzinfo=UTC)
 NS = "team-a"
 
 
-def job(name: str, *, done: bool, completions: int = 1) -> Obj:
+def job(name: str, *, done: bool, completions: int = 1, failed: bool = False) -> Obj:
     status: Obj = {"succeeded": 0}
-    if done:
-        status["conditions"] = [{"type": "Complete", "status": "True"}]
+    if done or failed:
+        status["conditions"] = [{"type": "Failed" if failed else "Complete", "status": "True"}]
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}",
                          "creationTimestamp": "2026-12-02T12:00:00Z"},
@@ -56,7 +56,8 @@ def of_job(name: str, owner: str, *, phase: str, created: str, node_name: str = 
 def batch() -> list[Obj]:
     """A Job finished with its pod; one with more finished pods than are read one by one; one
     with an old finished pod and a running one created in the same second; one that wants
-    more pods, its only pod finished (between two pods); one whose pod waits."""
+    more pods, its only pod finished (between two pods); one whose pod waits; one that failed
+    when kubelet rejected its pod."""
     objs: list[Obj] = [node("n0"), node("n1")]
     objs += [job("done", done=True), of_job("done-x1", "done", phase="Succeeded",
                                              created="2026-12-02T12:00:01Z")]  # fmt: skip
@@ -74,6 +75,12 @@ def batch() -> list[Obj]:
         of_job("between-1", "between", phase="Succeeded", created="2026-12-02T12:02:00Z"),
     ]
     objs += [job("waiting", done=False), pod("waiting-1", gpus=2, owner=("Job", "waiting"))]
+    rejected = of_job("rejected-1", "rejected", phase="Failed", created="2026-12-02T12:03:00Z")
+    rejected["status"] |= {
+        "reason": "UnexpectedAdmissionError",
+        "message": "Pod was rejected: Allocate failed due to no healthy devices",
+    }
+    objs += [job("rejected", done=False, failed=True), rejected]  # fmt: skip
     return objs
 
 
@@ -117,12 +124,23 @@ def test_finished_pods_of_jobs_are_known_by_name_and_read_when_asked(
 ) -> None:
     api, cache = served
     finished = _GET_EACH + 6
-    assert names(cache.objects("Pod")) == ["mixed-a", "waiting-1"]
+    assert names(cache.objects("Pod")) == ["mixed-a", "rejected-1", "waiting-1"]
+    assert names(cache.objects("Job")) == ["between", "mixed", "waiting"]
     assert cache.stats()["pods_held_aside"] == finished
-    assert cache.status().pods == finished + 2  # what it knows of, held or not
+    assert cache.stats()["jobs_held_aside"] == 3
+    assert cache.status().pods == finished + 3  # what it knows of, held or not
+    assert cache.count("Job", namespace=NS) == 6
     memory = every(api)
-    for name in ("done", "done-x1", "big", "big-03", "mixed", "mixed-b", "between", "waiting"):
+    for name in ("done", "done-x1", "big", "big-03", "mixed", "mixed-b", "between", "waiting",
+                 "rejected", "rejected-1"):  # fmt: skip
         assert report(cache, name) == report(memory, name), name
+    # A finished Job asked about: it and its pod read by a get each (the Job again as its
+    # pod's owner), and the events.
+    since = len(api.requests)
+    report(cache, "job/done")
+    got = [r for r in reads(api, since) if "events" not in r[0]]
+    job_read = (f"/apis/batch/v1/namespaces/{NS}/jobs/done", "")
+    assert got == [job_read, (f"/api/v1/namespaces/{NS}/pods/done-x1", ""), job_read]
     # A pod asked by name: one get. A Job's few finished pods: one get each; many: one list.
     since = len(api.requests)
     assert cache.get("Pod", "done-x1", namespace=NS)["status"]["phase"] == "Succeeded"  # type: ignore[index]
@@ -143,11 +161,16 @@ def test_a_job_between_two_pods_has_pods_and_a_sweep_says_what_every_pod_says(
     api, cache = served
     keys = [(NS, "Job", n) for n in ("done", "big", "mixed", "between", "waiting", "none")]
     assert cache.filed("Pod", POD_OWNER, keys) == [True, True, True, True, True, False]
+    named = [(NS, n) for n in ("done", "rejected", "waiting", "none")]  # a Job, by its name
+    assert cache.filed("Job", BY_NAME, named) == [True, True, True, False]
     open_without = cache.unmatched("Job", WORKLOAD_OPEN, "Pod", POD_OWNER)
     assert open_without == []  # "between" wants a pod and has its finished one
     memory = every(api)
     since = len(api.requests)
-    assert sweep(cache, now=NOW).model_dump() == sweep(memory, now=NOW).model_dump()
+    swept = sweep(cache, now=NOW)
+    assert swept.model_dump() == sweep(memory, now=NOW).model_dump()
+    # The rejected pod is its finished Job's, as every object says.
+    assert ("Job", "rejected") in {(m.kind, m.name) for g in swept.groups for m in g.members}
     assert [r for r in reads(api, since) if "/pods" in r[0]] == []  # no pod read for a sweep
     api.delete("Pod", "between-1", namespace=NS)  # gone: the Job now has no pod
     wait_for(lambda: cache.stats()["pods_held_aside"] == _GET_EACH + 5)
@@ -165,11 +188,15 @@ def test_a_pod_that_finishes_is_held_aside_and_one_deleted_is_forgotten(
     api.apply(of_job("mixed-a", "mixed", phase="Succeeded", created="2026-12-02T12:01:00Z",
                      node_name="n1"))  # fmt: skip
     wait_for(lambda: cache.stats()["pods_held_aside"] == _GET_EACH + 7)
-    assert names(cache.objects("Pod")) == ["waiting-1"]
+    assert names(cache.objects("Pod")) == ["rejected-1", "waiting-1"]
     assert cache.node_usage().get("n1") is None or cache.node_usage()["n1"].pods == []
     assert report(cache, "mixed") == report(every(api), "mixed")
     assert names(owned_pods(cache, namespace=NS, owners=[("Job", "mixed")])) == [
         "mixed-a", "mixed-b"]  # fmt: skip
+    api.apply(job("mixed", done=True, completions=2))  # its Job completes: held aside too
+    wait_for(lambda: cache.stats()["jobs_held_aside"] == 4)
+    assert names(cache.objects("Job")) == ["between", "waiting"]
+    assert report(cache, "mixed") == report(every(api), "mixed")
     api.delete("Pod", "done-x1", namespace=NS)
     wait_for(lambda: cache.stats()["pods_held_aside"] == _GET_EACH + 6)
     since = len(api.requests)

@@ -145,9 +145,9 @@ class _Owners:
         every Job of a batch cluster to know their names."""
         if not self.held.get(kind):  # none in the scope, or unread: none known
             return False
-        found = self._source.indexed(kind, BY_NAME, (ns, name))
+        found = self._source.filed(kind, BY_NAME, [(ns, name)])
         if found is not None:
-            return bool(found)
+            return found[0]
         names = self._names.get(kind)
         if names is None:
             names = self._names[kind] = {(ns_of(w), name_of(w)) for w in self.listed(kind)}
