@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from kube.client import RawClient, context_namespace, load_client
 from kube.decode import list_decoder, usage_decoder
@@ -42,6 +42,7 @@ from triage.cluster.source import (
 from triage.cluster.usage import NodeUsage
 
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+_K = TypeVar("_K")
 WORKERS = 8  # requests in flight at once (the client's connection pool holds 32)
 
 Read = tuple[str, str | None]  # (kind, namespace or None for all)
@@ -151,14 +152,41 @@ class LiveSource(SourceDefaults):
         self,
         kind: str,
         namespace: str | None,
-        start: Callable[[Callable[[], list[Obj]]], Future[list[Obj]]],
+        start: Callable[[Callable[[], list[Obj]]], Future[list[Obj]]] | None = None,
     ) -> Future[list[Obj]]:
+        """The list of `kind` in `namespace`, started by `start` unless it was (None: read on
+        this thread, see `_once`)."""
         rt = kind_type(kind)
         key = (kind, namespace if rt.namespaced else None)
+        if start is None:
+            return self._once(self._lists, key, lambda: self._list(*key))
         with self._lock:
             found = self._lists.get(key)
             if found is None:
                 found = self._lists[key] = start(lambda: self._list(*key))
+        return found
+
+    def _once(
+        self, table: dict[_K, Future[list[Obj]]], key: _K, read: Callable[[], list[Obj]]
+    ) -> Future[list[Obj]]:
+        """`table[key]`, read on this thread when no other read it or is reading it, outside
+        the lock: a long list asks for the namespaces to read it by (`_namespace_names`,
+        possibly from another thread), a list of its own. A read that fails is kept failed,
+        as a list is; an unexpected error is raised to every reader, and forgotten."""
+        with self._lock:
+            found = table.get(key)
+            if found is not None:
+                return found
+            found = table[key] = Future()
+        try:
+            found.set_result(read())
+        except ReadFailedError as e:
+            found.set_exception(e)
+        except BaseException as e:
+            with self._lock:
+                del table[key]
+            found.set_exception(e)
+            raise
         return found
 
     def _list(
@@ -231,7 +259,7 @@ class LiveSource(SourceDefaults):
                 return self._started(
                     kind, namespace, lambda _: _done(self._in_namespace(kind, whole, namespace))
                 ).result()
-        return self._started(kind, namespace, _now).result()
+        return self._started(kind, namespace).result()
 
     def _in_namespace(self, kind: str, whole: list[Obj], namespace: str) -> list[Obj]:
         """The objects of a cluster-wide list in `namespace`, in the list's order: from the
@@ -288,13 +316,8 @@ class LiveSource(SourceDefaults):
         if ("Pod", None) in self._lists or ("Pod", namespace) in self._lists:
             pods = self.objects("Pod", namespace=namespace)
         else:
-            with self._lock:
-                found = self._active.get(namespace)
-                if found is None:
-                    found = self._active[namespace] = _now(
-                        lambda: self._list("Pod", namespace, ACTIVE_PODS, slim=True)
-                    )
-            pods = found.result()
+            read = partial(self._list, "Pod", namespace, ACTIVE_PODS, slim=True)
+            pods = self._once(self._active, namespace, read).result()
         return [p for p in pods if pod_active(p)]
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
@@ -373,16 +396,6 @@ def _owner_in(named: Named) -> Callable[[str, str, Any], Obj | None]:
         return filed_at(named, namespace, name)
 
     return owner
-
-
-def _now(read: Callable[[], list[Obj]]) -> Future[list[Obj]]:
-    """`read` run on the caller's thread, as a finished future."""
-    done: Future[list[Obj]] = Future()
-    try:
-        done.set_result(read())
-    except ReadFailedError as e:
-        done.set_exception(e)
-    return done
 
 
 def _done(items: list[Obj]) -> Future[list[Obj]]:

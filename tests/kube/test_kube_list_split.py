@@ -184,3 +184,41 @@ def test_a_list_read_by_namespace_ends_on_the_command_s_deadline(
     with pytest.raises(DeadlineExceededError, match=r"gave up after 1\.4 s"):
         list_objects(client, PODS, page_size=PAGE, namespaces=lambda: NAMESPACES)
     assert namespaced(api) and time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("read", ["every pod", "every active pod"])
+def test_a_list_a_source_reads_when_asked_splits_without_waiting_on_itself(
+    read: str, tmp_path: Path
+) -> None:
+    """A list the source reads on the asking thread (not read ahead: a sweep's events in the
+    bot, the active pods a scheduling filter counts) asks the source for the namespaces when
+    it splits: it used to do so holding the lock that read takes, and waited forever."""
+    import threading
+
+    from triage.cluster.indexes import ANY, POD_ACTIVE
+
+    objs = [pod(f"p{i:02d}", ns=ns) for ns in NAMESPACES for i in range(20)]
+    objs += [{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns}}
+             for ns in NAMESPACES]  # fmt: skip
+    with FakeApiServer(objs) as api:
+        api.latency = 0.02
+        config = str(api.write_kubeconfig(tmp_path / "kubeconfig", context="fake"))
+        live = connect(kubeconfig=config, page_size=PAGE)
+        answers: list[list[Obj] | None] = []
+
+        def ask() -> None:
+            if read == "every pod":
+                answers.append(live.objects("Pod"))
+            else:
+                answers.append(live.indexed("Pod", POD_ACTIVE, ANY))
+
+        asking = threading.Thread(target=ask, daemon=True)  # (a deadlock must not hang pytest)
+        try:
+            asking.start()
+            asking.join(30)
+            assert not asking.is_alive(), "the read waits on itself"
+        finally:
+            live.close()
+    got = answers[0] or []
+    assert sorted(keys(got)) == sorted(keys(objs[: len(NAMESPACES) * 20]))
+    assert namespaced(api)  # it was read by namespace
