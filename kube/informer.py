@@ -35,6 +35,7 @@ from triage.cluster.source import (
     SourceError,
     UnavailableError,
     by_namespace,
+    file_at,
     filing,
     key,
 )
@@ -406,11 +407,7 @@ class Informer:
             held_as = test(obj)
             if held_as is None:
                 return project(obj)
-            ns, name = key(obj)
-            named = aside.get(ns)
-            if named is None:
-                named = aside[ns] = {}
-            named[name] = held_as
+            file_at(aside, *key(obj), held_as)
             return _ASIDE
 
         return holding
@@ -523,12 +520,14 @@ class Informer:
                 self._store(ns, name, old, None)
             if self._held_aside.get(ns, _NO_ASIDE).get(name) != held_as:
                 self._unhold(ns, name)
-                self._held_aside.setdefault(ns, {})[name] = held_as
-                owned = self._aside_owned.setdefault(ns, {})
-                owned[held_as] = owned.get(held_as, 0) + 1
+                file_at(self._held_aside, ns, name, held_as)
+                file_at(self._aside_owned, ns, held_as, self._owned(ns, held_as) + 1)
             self._rv = rv or self._rv
         if old is not None and self._on_change is not None:
             self._on_change(old, None)
+
+    def _owned(self, ns: str, held_as: str) -> int:
+        return self._aside_owned.get(ns, _NO_OWNED).get(held_as, 0)
 
     def _unhold(self, ns: str, name: str) -> bool:
         """Forgets the object of this name held aside, if one is (and says so); under the

@@ -13,7 +13,9 @@ def test_every_row_of_the_sizing_table_is_read_with_all_its_figures(nodes: int) 
     got = previous(nodes, SIZING.read_text())
     assert got is not None
     assert set(got) == {"cache", "rss", "swept", "sync", "p99", "sweep"}
-    assert 1 < got["sync"] < 5  # a cold sync as its multiple of the floor
+    # A cold sync as its multiple of the floor (under 1 since the cache builds nothing for
+    # the finished pods and Jobs that the floor decodes whole), not the floor's of it.
+    assert 0.3 < got["sync"] < 5
     assert got["cache"] < got["rss"] <= got["swept"]
 
 

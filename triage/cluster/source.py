@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from triage.cluster.errors import (
     DeadlineExceededError,
@@ -211,6 +211,7 @@ def key(obj: Obj) -> tuple[str, str]:
 
 
 Named = dict[str, dict[str, Obj]]  # objects by namespace ("" for a cluster's), then name
+_V = TypeVar("_V")
 
 
 def by_namespace(objs: Iterable[Obj]) -> Named:
@@ -237,9 +238,13 @@ def filing(filed: Named, project: Callable[[Obj], Obj] | None, obj: Obj) -> Obj:
     """`obj` as `project` makes it (as it is without), filed in `filed` as `by_namespace`
     files it: a list's objects filed as they are read."""
     made = obj if project is None else project(obj)
-    ns, name = key(made)
-    named = filed.get(ns)
-    if named is None:
-        named = filed[ns] = {}
-    named[name] = made
+    file_at(filed, *key(made), made)
     return made
+
+
+def file_at(filed: dict[str, dict[str, _V]], namespace: str, name: str, value: _V) -> None:
+    """Files `value` under `namespace`, then `name` (as `by_namespace` files an object)."""
+    named = filed.get(namespace)
+    if named is None:  # not setdefault: that would make a dict for every object
+        named = filed[namespace] = {}
+    named[name] = value
