@@ -26,6 +26,7 @@ from typing import Any
 
 import kube.slim
 from bench.synth import cluster
+from kube.cache import job_of_finished
 from kube.decode import list_decoder
 from kube.fastjson import gc_paused
 from kube.share import Sharer
@@ -136,11 +137,9 @@ FINISHED = "Pod of a Job, Succeeded"
 
 
 def finished_of_job(pod: Any) -> bool:
-    """Whether a projected pod has succeeded and its one owner is a Job: its Job's status
-    counts it, and a scheduler never looks at it (its informer lists no finished pod)."""
-    refs = pod["metadata"].get("ownerReferences") or []
-    owners = [r.get("kind") for r in refs]
-    return owners == ["Job"] and (pod["status"] or {}).get("phase") == "Succeeded"
+    """Whether a projected pod has succeeded and its one owner is a Job: one the cache holds
+    aside (`kube.cache.job_of_finished`), its name alone."""
+    return job_of_finished(pod) is not None
 
 
 def updated(module: Any, data: Pages) -> float:

@@ -100,6 +100,23 @@ def _job_key(kind: str, index: str, key: object) -> tuple[str, str] | None:
     return ns, name
 
 
+def job_of_finished(pod: Obj) -> str | None:
+    """The name of the Job of a pod the cache holds aside (see `CachedSource`): one that
+    succeeded, in a namespace, whose one owner reference is to a Job; else None."""
+    status, meta = pod.get("status"), pod.get("metadata")
+    if type(status) is not dict or status.get("phase") != "Succeeded" or type(meta) is not dict:
+        return None
+    refs, ns, name = meta.get("ownerReferences"), meta.get("namespace"), meta.get("name")
+    if type(refs) is not list or len(refs) != 1 or type(refs[0]) is not dict:
+        return None
+    job = refs[0].get("name")
+    if refs[0].get("kind") != "Job" or type(job) is not str or not job:
+        return None
+    if type(ns) is not str or type(name) is not str or not name:
+        return None
+    return job
+
+
 class CachedSource(SourceDefaults):
     """ClusterSource served from watches. `start()`, optionally `wait_synced()`, then read.
 
@@ -205,21 +222,14 @@ class CachedSource(SourceDefaults):
         return found
 
     def _finished_of_job(self, pod: Obj) -> str | None:
-        """The name of the Job of a pod to hold aside (see the class): one that succeeded,
-        whose one owner reference is to a Job; the cached Job's own name string."""
-        status, meta = pod.get("status"), pod.get("metadata")
-        if type(status) is not dict or status.get("phase") != "Succeeded" or type(meta) is not dict:
+        """The name of the Job of a pod to hold aside (`job_of_finished`): the cached Job's
+        own name string."""
+        job = job_of_finished(pod)
+        if job is None:
             return None
-        refs, ns, name = meta.get("ownerReferences"), meta.get("namespace"), meta.get("name")
-        if type(refs) is not list or len(refs) != 1 or type(refs[0]) is not dict:
-            return None
-        job = refs[0].get("name")
-        if refs[0].get("kind") != "Job" or type(job) is not str or not job:
-            return None
-        if type(ns) is not str or type(name) is not str or not name:
-            return None
+        ns = ns_of(pod)
         cached = self._owner("Job", ns, job)
-        own = None if cached is None else (cached.get("metadata") or {}).get("name")
+        own = None if cached is None else name_of(cached)
         if own is None and "Job" in self._informers:  # a finished Job, held aside
             own = self._informers["Job"].aside_of(ns, job)
         return own if own == job else job
@@ -230,8 +240,8 @@ class CachedSource(SourceDefaults):
             finished = workload_finished(job)
         except (AttributeError, TypeError):  # an odd status: kept, for the engine to judge
             return None
-        name = (job.get("metadata") or {}).get("name")
-        return name if finished and type(name) is str and name else None
+        name = name_of(job)
+        return name if finished and name else None
 
     def _held_aside(self, inf: Informer, namespace: str, names: list[str]) -> list[Obj]:
         """The objects of `names` held aside in `namespace`, read from the API and projected
