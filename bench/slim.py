@@ -26,7 +26,7 @@ from typing import Any
 
 import kube.slim
 from bench.synth import cluster
-from kube.cache import job_of_finished
+from kube.aside import job_of_finished
 from kube.decode import list_decoder
 from kube.fastjson import gc_paused
 from kube.share import Sharer
@@ -138,7 +138,7 @@ FINISHED = "Pod of a Job, Succeeded"
 
 def finished_of_job(pod: Any) -> bool:
     """Whether a projected pod has succeeded and its one owner is a Job: one the cache holds
-    aside (`kube.cache.job_of_finished`), its name alone."""
+    aside (`kube.aside.job_of_finished`), its name alone."""
     return job_of_finished(pod) is not None
 
 

@@ -17,25 +17,27 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
+from kube import aside
+from kube.aside import Aside, finished_job, job_of_finished
 from kube.client import RawClient, load_client
 from kube.decode import TEMPLATED
 from kube.fastjson import gc_paused
-from kube.informer import Aside, Informer
-from kube.lists import events_for, kind_type, list_objects
+from kube.informer import Informer
+from kube.lists import events_for, kind_type
 from kube.live import LiveSource
 from kube.share import Sharer
 from kube.slim import projection
-from triage.cluster.indexes import BY_NAME, POD_OWNER, kept
-from triage.cluster.objects import Obj, name_of, ns_of, workload_finished
+from triage.cluster.indexes import kept
+from triage.cluster.objects import Obj, name_of, ns_of
 from triage.cluster.source import (
     KINDS,
     SourceDefaults,
     SourceStatus,
     UnavailableError,
     filed_at,
-    key,
 )
 from triage.cluster.usage import NodeUsage, UsageIndex
 
@@ -84,39 +86,6 @@ def few_malloc_arenas() -> bool:
     return bool(mallopt(_M_ARENA_MAX, MALLOC_ARENAS))
 
 
-# A pod held aside is read by itself from the API when its Job has this many or fewer held;
-# else the namespace's finished pods are listed (by this field selector) and its kept.
-_GET_EACH = 8
-_SUCCEEDED = "status.phase=Succeeded"
-
-
-def _job_key(kind: str, index: str, key: object) -> tuple[str, str] | None:
-    """(namespace, Job name) of a `POD_OWNER` key of the pods of a Job, else None."""
-    if kind != "Pod" or index != POD_OWNER or type(key) is not tuple or len(key) != 3:
-        return None
-    ns, owner_kind, name = key
-    if owner_kind != "Job" or type(ns) is not str or type(name) is not str:
-        return None
-    return ns, name
-
-
-def job_of_finished(pod: Obj) -> str | None:
-    """The name of the Job of a pod the cache holds aside (see `CachedSource`): one that
-    succeeded, in a namespace, whose one owner reference is to a Job; else None."""
-    status, meta = pod.get("status"), pod.get("metadata")
-    if type(status) is not dict or status.get("phase") != "Succeeded" or type(meta) is not dict:
-        return None
-    refs, ns, name = meta.get("ownerReferences"), meta.get("namespace"), meta.get("name")
-    if type(refs) is not list or len(refs) != 1 or type(refs[0]) is not dict:
-        return None
-    job = refs[0].get("name")
-    if refs[0].get("kind") != "Job" or type(job) is not str or not job:
-        return None
-    if type(ns) is not str or type(name) is not str or not name:
-        return None
-    return job
-
-
 class CachedSource(SourceDefaults):
     """ClusterSource served from watches. `start()`, optionally `wait_synced()`, then read.
 
@@ -135,14 +104,10 @@ class CachedSource(SourceDefaults):
     as long with 50 ms a page).
 
     A pod that has succeeded and whose one owner is a Job is held aside (`Informer`'s
-    `aside`): the cache keeps its name and its Job's, not the pod; so is a Job that has
-    finished (completed or failed), by its name. A batch cluster's finished pods and Jobs
-    are most of its objects, and nothing but a question about one of them reads one:
-    scheduling, usage and the sweeps look at active pods and at Jobs that want pods; whether
-    a Job has pods, or exists, is answered from the names (`filed`, `unmatched`, `count`).
-    Asked by name (`get`), or as one of its Job's pods (`indexed` by `POD_OWNER`), such an
-    object is read from the API: one request each, or a list of the namespace's finished
-    pods for more than `_GET_EACH` of one Job.
+    `aside`, `kube.aside`): the cache keeps its name and its Job's, not the pod; so is a Job
+    that has finished (completed or failed), by its name. Whether a Job has pods, or exists,
+    is answered from the names (`filed`, `unmatched`, `count`); asked by name (`get`), or as
+    one of its Job's pods (`indexed` by `POD_OWNER`), such an object is read from the API.
     """
 
     def __init__(
@@ -167,7 +132,7 @@ class CachedSource(SourceDefaults):
         self.usage = UsageIndex()
         self._sync_timeout, self._stale_after = sync_timeout, stale_after
         made: dict[str, Informer] = {}
-        aside: dict[str, Aside] = {"Pod": self._finished_of_job, "Job": self._finished_job}
+        holds: dict[str, Aside] = {"Pod": self._finished_of_job, "Job": finished_job}
         for kind in sorted(kinds, key=lambda k: k == "Pod"):  # the pods' last: see the class
             pods = kind == "Pod"
             made[kind] = Informer(
@@ -182,7 +147,7 @@ class CachedSource(SourceDefaults):
                 project=self._projection(kind),
                 after=[made[k] for k in _POD_OWNERS_FIRST if pods and k in made],
                 file_as_read=kind in _POD_OWNERS_FIRST,
-                aside=aside.get(kind),
+                aside=holds.get(kind),
             )
         self._informers = {kind: made[kind] for kind in kinds}
         self._started = False
@@ -234,30 +199,17 @@ class CachedSource(SourceDefaults):
             own = self._informers["Job"].aside_of(ns, job)
         return own if own == job else job
 
-    def _finished_job(self, job: Obj) -> str | None:
-        """The name of a Job to hold aside (see the class): one that completed or failed."""
-        try:
-            finished = workload_finished(job)
-        except (AttributeError, TypeError):  # an odd status: kept, for the engine to judge
-            return None
-        name = name_of(job)
-        return name if finished and name else None
+    def _read_held(self, inf: Informer) -> aside.ReadHeld:
+        """Reads objects of `inf`'s kind held aside from the API (when called), projected as
+        the cache's are."""
 
-    def _held_aside(self, inf: Informer, namespace: str, names: list[str]) -> list[Obj]:
-        """The objects of `names` held aside in `namespace`, read from the API and projected
-        as the cache's are (those gone since are left out)."""
-        kind = inf.rt.kind
-        project = self._projection(kind) or projection(kind)
-        if len(names) <= _GET_EACH or kind != "Pod":
-            live = self._live()
-            got = [live.get(kind, n, namespace=namespace) for n in names]
-        else:
-            wanted = set(names)
-            listed, _ = list_objects(
-                self.client, inf.rt, namespace=namespace, field_selector=_SUCCEEDED
-            )
-            got = [o for o in listed if key(o)[1] in wanted]
-        return [project(o) for o in got if o is not None]
+        def read(namespace: str, names: list[str]) -> list[Obj]:
+            kind = inf.rt.kind
+            get = partial(self._live().get, kind, namespace=namespace)
+            project = self._projection(kind) or projection(kind)
+            return aside.read_held(self.client, inf.rt, namespace, names, get=get, project=project)
+
+        return read
 
     @property
     def cluster_name(self) -> str:
@@ -352,7 +304,7 @@ class CachedSource(SourceDefaults):
         ns = (namespace or "") if inf.rt.namespaced else ""
         found = inf.get(ns, name)
         if found is None and inf.aside_of(ns, name) is not None:  # (see the class)
-            return next(iter(self._held_aside(inf, ns, [name])), None)
+            return next(iter(self._read_held(inf)(ns, [name])), None)
         return found
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
@@ -377,33 +329,13 @@ class CachedSource(SourceDefaults):
         inf = self._informer(kind)
         if inf is None or not kept(kind, index):
             return None
-        found = inf.indexed(index, key)
-        if index == BY_NAME and not found and type(key) is tuple and len(key) == 2:
-            ns, name = key
-            if inf.aside_of(ns, name) is not None:
-                return self._held_aside(inf, ns, [name])
-        job = _job_key(kind, index, key)
-        if job is not None:
-            names = inf.aside_names(*job)
-            if names:
-                return [*found, *self._held_aside(inf, job[0], names)]
-        return found
+        return aside.indexed(inf.indexed(index, key), inf, kind, index, key, self._read_held(inf))
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
         inf = self._informer(kind)
         if inf is None:
             return None
-        found = inf.filed(index, keys)
-        if index == BY_NAME:
-            for i, k in enumerate(keys):
-                if not found[i] and type(k) is tuple and len(k) == 2:
-                    found[i] = inf.aside_of(*k) is not None
-        jobs = [(i, job) for i, k in enumerate(keys) if (job := _job_key(kind, index, k))]
-        if jobs:
-            owned = inf.aside_owned([job for _, job in jobs])
-            for (i, _), has in zip(jobs, owned, strict=True):
-                found[i] = found[i] or has
-        return found
+        return aside.filed(inf.filed(index, keys), inf, kind, index, keys)
 
     def unmatched(
         self, kind: str, index: str, other_kind: str, other_index: str
@@ -412,10 +344,7 @@ class CachedSource(SourceDefaults):
         if inf is None or other is None:
             return None
         found = inf.unmatched(index, other, other_index)
-        if (kind, other_kind, other_index) != ("Job", "Pod", POD_OWNER):
-            return found
-        owned = other.aside_owned([(ns_of(w), name_of(w)) for w in found])
-        return [w for w, has in zip(found, owned, strict=True) if not has]
+        return aside.unmatched(found, other, kind, other_kind, other_index)
 
     def node_usage(self) -> Mapping[str, NodeUsage]:
         if self._informer("Pod") is None:

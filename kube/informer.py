@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from typing import Literal, TypeVar
 
+from kube.aside import Aside, HeldAside, holding, kept
 from kube.backoff import Backoff, watch_timeout
 from kube.client import GoneError, RawClient
 from kube.decode import event_decoder, list_decoder
@@ -35,7 +36,6 @@ from triage.cluster.source import (
     SourceError,
     UnavailableError,
     by_namespace,
-    file_at,
     filing,
     key,
 )
@@ -49,9 +49,6 @@ _T = TypeVar("_T")
 # reports a full replacement through `on_replace` instead.
 OnChange = Callable[[Obj | None, Obj | None], None]
 OnReplace = Callable[[list[Obj]], None]
-# Which objects the store holds aside: for one it keeps only its name and the string this
-# returns (a finished pod of a Job: the Job's name), not the object; None: kept as any.
-Aside = Callable[[Obj], str | None]
 State = Literal["starting", "synced", "forbidden", "absent", "failing"]
 
 ABSENT_RECHECK = 300.0  # seconds before checking again whether a missing API got installed
@@ -93,10 +90,7 @@ class Informer:
         self.freeze_gc = freeze_gc  # freeze the store and indexes once built (kube.fastjson)
         self._project = project or projection(rt.kind)
         self._aside = aside
-        # Held aside: namespace, then name, then the string `aside` gave; and how many are held
-        # under each string, by namespace.
-        self._held_aside: dict[str, dict[str, str]] = {}
-        self._aside_owned: dict[str, dict[str, int]] = {}
+        self._held = HeldAside()  # what is held aside, by namespace and name
         self._after = tuple(after)
         self._on_change, self._on_replace = on_change, on_replace
         self._watch_timeout = watch_timeout
@@ -164,29 +158,22 @@ class Informer:
     def aside_of(self, namespace: str, name: str) -> str | None:
         """The string an object held aside is held under (None: none is held by this name)."""
         with self._lock:
-            return self._held_aside.get(namespace, _NO_ASIDE).get(name)
+            return self._held.aside_of(namespace, name)
 
     def aside_names(self, namespace: str, held_as: str) -> list[str]:
         """The names of the objects of `namespace` held aside under `held_as`."""
         with self._lock:
-            if not self._aside_owned.get(namespace, _NO_OWNED).get(held_as):
-                return []
-            return [
-                n for n, h in self._held_aside.get(namespace, _NO_ASIDE).items() if h == held_as
-            ]
+            return self._held.aside_names(namespace, held_as)
 
     def aside_owned(self, keys: Sequence[tuple[str, str]]) -> list[bool]:
         """For each (namespace, string), whether an object is held aside under it."""
         with self._lock:
-            owned = self._aside_owned
-            return [bool(owned.get(ns, _NO_OWNED).get(held_as)) for ns, held_as in keys]
+            return self._held.aside_owned(keys)
 
     def aside_count(self, namespace: str | None = None) -> int:
         """How many objects (of `namespace`, or all) are held aside."""
         with self._lock:
-            if namespace is not None:
-                return len(self._held_aside.get(namespace, _NO_ASIDE))
-            return sum(map(len, self._held_aside.values()))
+            return self._held.aside_count(namespace)
 
     @property
     def resource_version(self) -> str:
@@ -331,17 +318,13 @@ class Informer:
         except BaseException:
             self.listing = None
             raise
-        owned: dict[str, dict[str, int]] = {}
-        for ns, held in aside.items():
-            counts = owned[ns] = {}
-            for held_as in held.values():
-                counts[held_as] = counts.get(held_as, 0) + 1
+        held = HeldAside(aside)
         with self._lock:
             names = list(self._indexes)
         indexes = {name: Index(INDEXERS[(self.rt.kind, name)], items) for name in names}
         with self._lock:
             self._by_ns, self._rv = by_ns, rv
-            self._held_aside, self._aside_owned = aside, owned
+            self._held = held
             self.listing = None  # (its objects are the store's now)
             self._count = sum(len(held) for held in by_ns.values())
             self._lists = {}
@@ -365,7 +348,7 @@ class Informer:
                 items, rv = stream_objects(
                     self.client,
                     self.rt,
-                    transform=self._holding(self._project, aside),
+                    transform=holding(self._project, self._aside, aside),
                     decode=event_decoder(self.rt.kind, projected=True),
                 )
             except WatchListRefused as e:
@@ -373,7 +356,7 @@ class Informer:
                 self.watch_list = False
             else:
                 self.protocol = "watch-list"
-                items = _kept(items, aside)
+                items = kept(items, aside)
                 return items, rv, by_namespace(items)
         self.protocol = "list"
         aside.clear()  # (of a stream that was refused)
@@ -387,30 +370,12 @@ class Informer:
         items, rv = list_objects(
             self.client,
             self.rt,
-            transform=self._holding(project, aside),
+            transform=holding(project, self._aside, aside),
             decode=list_decoder(self.rt.kind, projected=True),
             restarted=restarted,
         )
-        items = _kept(items, aside)
+        items = kept(items, aside)
         return items, rv, by_namespace(items) if filed is None else filed
-
-    def _holding(
-        self, project: Callable[[Obj], Obj], aside: dict[str, dict[str, str]]
-    ) -> Callable[[Obj], Obj]:
-        """`project`, but for an object to hold aside: filed in `aside`, and `_ASIDE` in its
-        place in the list (left out by `_kept`)."""
-        test = self._aside
-        if test is None:
-            return project
-
-        def holding(obj: Obj) -> Obj:
-            held_as = test(obj)
-            if held_as is None:
-                return project(obj)
-            file_at(aside, *key(obj), held_as)
-            return _ASIDE
-
-        return holding
 
     def _filing(self) -> tuple[Named | None, Callable[[Obj], Obj]]:
         """The projection of a list's objects; with `file_as_read`, one that also files each
@@ -471,7 +436,7 @@ class Informer:
         with self._lock:
             held = self._by_ns.get(ns)
             old = None if held is None else held.get(name)
-            if self._held_aside and self._unhold(ns, name) and etype == "DELETED":
+            if self._held and self._held.unhold(ns, name) and etype == "DELETED":
                 self._rv = rv or self._rv  # (it was not in the store)
                 return
             if etype == "MODIFIED" and old is not None and _unchanged(old, new):
@@ -518,43 +483,10 @@ class Informer:
             old = None if held is None else held.get(name)
             if old is not None:
                 self._store(ns, name, old, None)
-            if self._held_aside.get(ns, _NO_ASIDE).get(name) != held_as:
-                self._unhold(ns, name)
-                file_at(self._held_aside, ns, name, held_as)
-                file_at(self._aside_owned, ns, held_as, self._owned(ns, held_as) + 1)
+            self._held.hold(ns, name, held_as)
             self._rv = rv or self._rv
         if old is not None and self._on_change is not None:
             self._on_change(old, None)
-
-    def _owned(self, ns: str, held_as: str) -> int:
-        return self._aside_owned.get(ns, _NO_OWNED).get(held_as, 0)
-
-    def _unhold(self, ns: str, name: str) -> bool:
-        """Forgets the object of this name held aside, if one is (and says so); under the
-        lock."""
-        named = self._held_aside.get(ns)
-        held_as = None if named is None else named.pop(name, None)
-        if held_as is None or named is None:
-            return False
-        if not named:
-            del self._held_aside[ns]
-        owned = self._aside_owned[ns]
-        owned[held_as] -= 1
-        if not owned[held_as]:
-            del owned[held_as]
-            if not owned:
-                del self._aside_owned[ns]
-        return True
-
-
-_ASIDE: Obj = {}  # in a list's place of an object held aside (`Informer._holding`)
-_NO_ASIDE: dict[str, str] = {}  # (never written to)
-_NO_OWNED: dict[str, int] = {}  # (never written to)
-
-
-def _kept(items: list[Obj], aside: dict[str, dict[str, str]]) -> list[Obj]:
-    """A list's objects but those held aside."""
-    return [o for o in items if o is not _ASIDE] if aside else items
 
 
 # Watch events that carry an object of the watched kind: decoded as list pages are (only what

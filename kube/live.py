@@ -7,8 +7,10 @@ come from the cluster-wide list when that was read, and so do single objects. Li
 and nodes are decoded against the fields the engine reads (`kube.decode`), as the cache's
 are. What each node's pods request is read for the nodes a triage asks about
 (`kube.node_usage`). Reads the command will make anyway are started together at once
-(`read_ahead`), a few at a time on the source's own threads. For a bot serving many
-triages, `kube.cache.CachedSource` keeps the same data warm through watches.
+(`read_ahead`), a few at a time on the source's own threads. A sweep's lists of every pod
+and every Job hold the finished ones aside, as the cache does (`kube.aside`): known by
+name, read from the API when a question is about one. For a bot serving many triages,
+`kube.cache.CachedSource` keeps the same data warm through watches.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
 
+from kube import aside
+from kube.aside import Aside, Held, HeldAside, finished_job, holding, job_of_finished
+from kube.aside import kept as aside_kept
 from kube.client import RawClient, context_namespace, load_client
 from kube.decode import list_decoder, usage_decoder
 from kube.fastjson import gc_paused
@@ -116,6 +121,7 @@ class LiveSource(SourceDefaults):
         self._indexes: dict[tuple[str, str], Index] = {}
         self._active: dict[str | None, Future[list[Obj]]] = {}  # POD_ACTIVE, by namespace
         self._usage: NodeUsageReads | None = None
+        self._held: dict[str, HeldAside] = {}  # by kind: what its cluster-wide list held aside
 
     @property
     def cluster_name(self) -> str:
@@ -131,7 +137,8 @@ class LiveSource(SourceDefaults):
         # Every pod and every Job, at once (one after the other, they took 9-14% less time here
         # and twice as long against a server 50 ms a page away). The Jobs' list starts first,
         # and the pods' projection takes the strings of the Jobs read so far (filed as their
-        # pages come), so that a Job's pods hold its own name and uid: 137 bytes a pod.
+        # pages come), so that a Job's pods hold its own name and uid: 137 bytes a pod. The
+        # finished ones are held aside (see the module).
         jobs: Named | None = None
         if _POD_OWNERS in reads and _PODS in reads:
             jobs = {}
@@ -140,9 +147,10 @@ class LiveSource(SourceDefaults):
         for kind, namespace in reads:
             read: Callable[[], list[Obj]] | None = None
             if jobs is not None and (kind, namespace) == _POD_OWNERS:
-                read = partial(self._list, kind, namespace, filed=jobs)
+                read = partial(self._list, kind, namespace, filed=jobs, aside=finished_job)
             elif jobs is not None and (kind, namespace) == _PODS:
-                read = partial(self._list, kind, namespace, owner=_owner_in(jobs))
+                owner = _owner_in(jobs)
+                read = partial(self._list, kind, namespace, owner=owner, aside=job_of_finished)
             start = (
                 self._workers.submit if read is None else lambda _, r=read: self._workers.submit(r)
             )
@@ -198,11 +206,13 @@ class LiveSource(SourceDefaults):
         owner: Callable[[str, str, Any], Obj | None] | None = None,
         filed: Named | None = None,
         slim: bool = False,
+        aside: Aside | None = None,
     ) -> list[Obj]:
         """The objects of a list, slimmed as the cache's are when every one is read. The
         projection takes the strings of the owners `owner` finds (`Sharer`); with `filed`,
         each object is filed there as it is read, by namespace and name, and `_named_in`
-        then answers from it. `slim`: a selected list of every namespace's is slimmed too."""
+        then answers from it. `slim`: a selected list of every namespace's is slimmed too.
+        `aside`: the objects of a cluster-wide list to hold aside (see the module)."""
         # Every pod of the cluster (a sweep's): slimmed page by page as the cache's are,
         # sharing what pods share; a few KB a pod as decoded, 1 KB slimmed. So is every
         # workload with a pod template (a batch cluster's Jobs are as many as its pods, and
@@ -217,6 +227,15 @@ class LiveSource(SourceDefaults):
             self.client.deadline.widen()  # every pod of the cluster: 1,200 pages at 20k nodes
         project = projection(kind, Sharer(owner=owner)) if whole or kind == "Event" else None
         transform = project if filed is None else partial(filing, filed, project)
+        held: Held = {}
+        if aside is not None:
+            transform = holding(transform or _same, aside, held)
+
+        def restarted() -> None:
+            held.clear()
+            if filed is not None:
+                filed.clear()
+
         with gc_paused(freeze=self.freeze_gc):
             items, _ = list_objects(
                 self.client,
@@ -226,9 +245,12 @@ class LiveSource(SourceDefaults):
                 page_size=self.page_size,
                 decode=decode or list_decoder(kind, projected=whole),  # what is read
                 transform=transform,
-                restarted=None if filed is None else filed.clear,
+                restarted=restarted,
                 namespaces=self._namespace_names if every else None,
             )
+        if aside is not None:
+            items = aside_kept(items, held)
+            self._held[kind] = HeldAside(held)
         if filed is not None:
             self._named[(kind, namespace)] = filed
         return items
@@ -276,14 +298,35 @@ class LiveSource(SourceDefaults):
             if key in self._lists:
                 listed = self._named_in(key)
                 if listed is not None:
-                    return listed.get(ns or "", {}).get(name)
+                    found = listed.get(ns or "", {}).get(name)
+                    held = self._held.get(kind)
+                    if found is None and held is not None and held.aside_of(ns or "", name):
+                        return next(iter(self._read_held(kind)(ns or "", [name])), None)
+                    return found
         if kind == "Pod" and (ns or "", name) in self._node_pods:
             return self._node_pods[(ns or "", name)]
-        obj = self.client.get_json(rt, verb="get", namespace=ns, name=name)
+        return self._get(kind, name, ns)
+
+    def _get(self, kind: str, name: str, namespace: str | None) -> Obj | None:
+        """One object read from the API (None: there is none of that name)."""
+        rt = kind_type(kind)
+        obj = self.client.get_json(rt, verb="get", namespace=namespace, name=name)
         if obj is not None:
             obj.setdefault("kind", rt.kind)
             obj.setdefault("apiVersion", rt.api_version)
         return obj
+
+    def _read_held(self, kind: str) -> aside.ReadHeld:
+        """Reads objects of `kind` held aside from the API, projected as the list's were."""
+
+        def read(namespace: str, names: list[str]) -> list[Obj]:
+            get = partial(self._get, kind, namespace=namespace)
+            project = projection(kind, Sharer())
+            return aside.read_held(
+                self.client, kind_type(kind), namespace, names, get=get, project=project
+            )
+
+        return read
 
     def _named_in(self, key: Read) -> dict[str, dict[str, Obj]] | None:
         """The objects of a list read (or being read) by namespace, then name; None when it
@@ -307,7 +350,15 @@ class LiveSource(SourceDefaults):
         if (kind, index) == ("Pod", POD_ACTIVE):
             return self._active_of(None if key == ANY else str(key))
         built = self._index(kind, index)
-        return None if built is None else built.get(key)
+        if built is None:
+            return None
+        held = self._held.get(kind)
+        found = built.get(key)
+        return (
+            found
+            if held is None
+            else aside.indexed(found, held, kind, index, key, self._read_held(kind))
+        )
 
     def _active_of(self, namespace: str | None) -> list[Obj]:
         """The active pods of `namespace` (None: of every one), in the API server's order:
@@ -322,13 +373,34 @@ class LiveSource(SourceDefaults):
 
     def filed(self, kind: str, index: str, keys: Sequence[Hashable]) -> list[bool] | None:
         built = self._index(kind, index)
-        return None if built is None else built.filed(keys)
+        if built is None:
+            return None
+        held = self._held.get(kind)
+        found = built.filed(keys)
+        return found if held is None else aside.filed(found, held, kind, index, keys)
 
     def unmatched(
         self, kind: str, index: str, other_kind: str, other_index: str
     ) -> list[Obj] | None:
         built, other = self._index(kind, index), self._index(other_kind, other_index)
-        return None if built is None or other is None else built.unmatched(other)
+        if built is None or other is None:
+            return None
+        held = self._held.get(other_kind)
+        found = built.unmatched(other)
+        return (
+            found if held is None else aside.unmatched(found, held, kind, other_kind, other_index)
+        )
+
+    def count(self, kind: str, *, namespace: str | None = None) -> int | None:
+        """How many objects of `kind` there are, those held aside included, when its list of
+        every namespace's held some aside (else None: the caller lists)."""
+        if (kind, None) not in self._lists:
+            return None
+        self._named_in((kind, None))  # read (raises nothing: a failed list holds none aside)
+        held = self._held.get(kind)
+        if held is None:
+            return None
+        return len(self.objects(kind, namespace=namespace)) + held.aside_count(namespace)
 
     def _index(self, kind: str, index: str) -> Index | None:
         built = self._indexes.get((kind, index))
@@ -383,7 +455,7 @@ class LiveSource(SourceDefaults):
         self._workers.close()
         self.client.close()
         self._lists, self._named, self._node_pods, self._indexes = {}, {}, {}, {}
-        self._active = {}
+        self._active, self._held = {}, {}
         self._usage = None
 
 
@@ -396,6 +468,10 @@ def _owner_in(named: Named) -> Callable[[str, str, Any], Obj | None]:
         return filed_at(named, namespace, name)
 
     return owner
+
+
+def _same(obj: Obj) -> Obj:
+    return obj
 
 
 def _done(items: list[Obj]) -> Future[list[Obj]]:

@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 
 import kube.informer as informer_mod
-from kube.cache import _GET_EACH, CachedSource
+from kube.aside import GET_EACH as _GET_EACH
+from kube.aside import holding, kept
+from kube.cache import CachedSource
 from kube.client import RawClient, load_client
+from kube.live import connect
 from kube.testing import FakeApiServer
 from tests.builders import node, pod
 from tests.kube.test_kube_cache import wait_for
@@ -218,6 +221,49 @@ def test_a_finished_pod_that_cannot_be_read_is_said_not_missing(
     assert report(cache, "waiting-1") == want
 
 
+def test_a_sweep_from_the_cli_holds_finished_pods_and_jobs_aside_as_the_cache_does(
+    tmp_path: Path,
+) -> None:
+    """`pending -A` reads every pod and Job once (`LiveSource`, read ahead for a sweep): the
+    finished ones are known by name, as in the cache, and every answer is still what a source
+    holding every object gives; one asked about is read from the API, and one that cannot be
+    read is said, never "not found"."""
+    api = FakeApiServer(json.loads(json.dumps(batch()))).start()
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig", context="fake"))
+    live = connect(kubeconfig=kubeconfig, read_ahead="sweep")
+    try:
+        memory = every(api)
+        assert sweep(live, now=NOW).model_dump() == sweep(memory, now=NOW).model_dump()
+        assert names(live.objects("Pod")) == ["mixed-a", "rejected-1", "waiting-1"]
+        assert names(live.objects("Job", namespace=NS)) == ["between", "mixed", "waiting"]
+        assert live.count("Pod") == len(memory.objects("Pod")) == _GET_EACH + 9
+        assert live.count("Job", namespace=NS) == 6 and live.count("Job", namespace="x") == 0
+        keys = [(NS, "Job", n) for n in ("done", "big", "mixed", "between", "waiting", "none")]
+        assert live.filed("Pod", POD_OWNER, keys) == [True, True, True, True, True, False]
+        named = [(NS, n) for n in ("done", "rejected", "waiting", "none")]
+        assert live.filed("Job", BY_NAME, named) == [True, True, True, False]
+        assert live.unmatched("Job", WORKLOAD_OPEN, "Pod", POD_OWNER) == []
+        for name in ("done", "done-x1", "big", "big-03", "mixed", "mixed-b", "between",
+                     "waiting", "rejected", "rejected-1"):  # fmt: skip
+            assert report(live, name) == report(memory, name), name
+        since = len(api.requests)
+        assert live.get("Pod", "done-x1", namespace=NS)["status"]["phase"] == "Succeeded"  # type: ignore[index]
+        assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods/done-x1", "")]
+        since = len(api.requests)
+        got = owned_pods(live, namespace=NS, owners=[("Job", "big")])
+        assert names(got) == [f"big-{i:02d}" for i in range(_GET_EACH + 3)]
+        assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods", "status.phase=Succeeded")]
+        since = len(api.requests)
+        assert live.get("Pod", "nothing", namespace=NS) is None
+        assert reads(api, since) == []  # a name it does not know is not asked of the API
+        api.fail_on["pods"] = 503
+        with pytest.raises(ReadFailedError, match=r"503|injected"):
+            live.get("Pod", "done-x1", namespace=NS)
+    finally:
+        live.close()
+        api.stop()
+
+
 def _owned(name: str, job_name: str, phase: str, ns: str) -> Obj:
     p = pod(name, node_name="n0", phase=phase, ns=ns, selector={}, owner=("Job", job_name))
     if phase == "Orphan":
@@ -249,9 +295,9 @@ def test_the_store_and_what_it_holds_aside_follow_any_order_of_events() -> None:
     assert inf.indexed(POD_OWNER, ("team-0", "Job", "a")) == []  # built now, kept current
 
     def check() -> None:
-        kept = {k: p for k, p in held.items() if _aside(p) is None}
-        assert sorted(key(p) for p in inf.items()) == sorted(kept)
-        assert inf.aside_count() == len(held) - len(kept)
+        store = {k: p for k, p in held.items() if _aside(p) is None}
+        assert sorted(key(p) for p in inf.items()) == sorted(store)
+        assert inf.aside_count() == len(held) - len(store)
         for ns in namespaces:
             for i in range(10):
                 p = held.get((ns, f"p{i}"))
@@ -261,7 +307,7 @@ def test_the_store_and_what_it_holds_aside_follow_any_order_of_events() -> None:
                 assert sorted(inf.aside_names(ns, owner)) == want
                 assert inf.aside_owned([(ns, owner)]) == [bool(want)]
                 assert names(inf.indexed(POD_OWNER, (ns, "Job", owner))) == sorted(
-                    n for (s, n), p in kept.items()
+                    n for (s, n), p in store.items()
                     if s == ns and [r["name"] for r in p["metadata"].get("ownerReferences", [])]
                     == [owner]
                 )  # fmt: skip
@@ -285,8 +331,8 @@ def test_the_store_and_what_it_holds_aside_follow_any_order_of_events() -> None:
         check()
     # A relist: the list's objects, as a watch-list stream or pages hand them to the store.
     aside: dict[str, dict[str, str]] = {}
-    project = inf._holding(inf._project, aside)
-    items = informer_mod._kept([project(json.loads(json.dumps(p))) for p in held.values()], aside)
+    project = holding(inf._project, _aside, aside)
+    items = kept([project(json.loads(json.dumps(p))) for p in held.values()], aside)
 
     def initial(into: dict[str, dict[str, str]]) -> tuple[list[Obj], str, Any]:
         into.update(aside)
