@@ -394,9 +394,8 @@ class LiveSource(SourceDefaults):
     def count(self, kind: str, *, namespace: str | None = None) -> int | None:
         """How many objects of `kind` there are, those held aside included, when its list of
         every namespace's held some aside (else None: the caller lists)."""
-        if (kind, None) not in self._lists:
+        if self._whole(kind) is None:  # not read whole, or the read failed
             return None
-        self._named_in((kind, None))  # read (raises nothing: a failed list holds none aside)
         held = self._held.get(kind)
         if held is None:
             return None

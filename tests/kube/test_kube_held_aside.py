@@ -122,6 +122,30 @@ def names(pods: list[Obj]) -> list[str]:
     return sorted(p["metadata"]["name"] for p in pods)
 
 
+def read_when_asked(source: Any, api: FakeApiServer) -> None:
+    """A finished pod asked by name: one get. A Job's few finished pods: one get each; many:
+    one list of the namespace's finished pods. A name the source does not know: no read."""
+    since = len(api.requests)
+    assert source.get("Pod", "done-x1", namespace=NS)["status"]["phase"] == "Succeeded"
+    assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods/done-x1", "")]
+    since = len(api.requests)
+    got = owned_pods(source, namespace=NS, owners=[("Job", "big")])
+    assert names(got) == [f"big-{i:02d}" for i in range(_GET_EACH + 3)]
+    assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods", "status.phase=Succeeded")]
+    since = len(api.requests)
+    assert source.get("Pod", "nothing", namespace=NS) is None
+    assert reads(api, since) == []
+
+
+def known_by_name(source: Any) -> None:
+    """Which Jobs have pods, which Jobs exist, which open Jobs have no pod: from the names."""
+    keys = [(NS, "Job", n) for n in ("done", "big", "mixed", "between", "waiting", "none")]
+    assert source.filed("Pod", POD_OWNER, keys) == [True, True, True, True, True, False]
+    named = [(NS, n) for n in ("done", "rejected", "waiting", "none")]  # a Job, by its name
+    assert source.filed("Job", BY_NAME, named) == [True, True, True, False]
+    assert source.unmatched("Job", WORKLOAD_OPEN, "Pod", POD_OWNER) == []  # "between" has one
+
+
 def test_finished_pods_of_jobs_are_known_by_name_and_read_when_asked(
     served: tuple[FakeApiServer, CachedSource],
 ) -> None:
@@ -144,30 +168,14 @@ def test_finished_pods_of_jobs_are_known_by_name_and_read_when_asked(
     got = [r for r in reads(api, since) if "events" not in r[0]]
     job_read = (f"/apis/batch/v1/namespaces/{NS}/jobs/done", "")
     assert got == [job_read, (f"/api/v1/namespaces/{NS}/pods/done-x1", ""), job_read]
-    # A pod asked by name: one get. A Job's few finished pods: one get each; many: one list.
-    since = len(api.requests)
-    assert cache.get("Pod", "done-x1", namespace=NS)["status"]["phase"] == "Succeeded"  # type: ignore[index]
-    assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods/done-x1", "")]
-    since = len(api.requests)
-    got = owned_pods(cache, namespace=NS, owners=[("Job", "big")])
-    assert names(got) == [f"big-{i:02d}" for i in range(_GET_EACH + 3)]
-    assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods", "status.phase=Succeeded")]
-    # A name the cache does not know is not asked of the API.
-    since = len(api.requests)
-    assert cache.get("Pod", "nothing", namespace=NS) is None
-    assert reads(api, since) == []
+    read_when_asked(cache, api)
 
 
 def test_a_job_between_two_pods_has_pods_and_a_sweep_says_what_every_pod_says(
     served: tuple[FakeApiServer, CachedSource],
 ) -> None:
     api, cache = served
-    keys = [(NS, "Job", n) for n in ("done", "big", "mixed", "between", "waiting", "none")]
-    assert cache.filed("Pod", POD_OWNER, keys) == [True, True, True, True, True, False]
-    named = [(NS, n) for n in ("done", "rejected", "waiting", "none")]  # a Job, by its name
-    assert cache.filed("Job", BY_NAME, named) == [True, True, True, False]
-    open_without = cache.unmatched("Job", WORKLOAD_OPEN, "Pod", POD_OWNER)
-    assert open_without == []  # "between" wants a pod and has its finished one
+    known_by_name(cache)
     memory = every(api)
     since = len(api.requests)
     swept = sweep(cache, now=NOW)
@@ -238,24 +246,11 @@ def test_a_sweep_from_the_cli_holds_finished_pods_and_jobs_aside_as_the_cache_do
         assert names(live.objects("Job", namespace=NS)) == ["between", "mixed", "waiting"]
         assert live.count("Pod") == len(memory.objects("Pod")) == _GET_EACH + 9
         assert live.count("Job", namespace=NS) == 6 and live.count("Job", namespace="x") == 0
-        keys = [(NS, "Job", n) for n in ("done", "big", "mixed", "between", "waiting", "none")]
-        assert live.filed("Pod", POD_OWNER, keys) == [True, True, True, True, True, False]
-        named = [(NS, n) for n in ("done", "rejected", "waiting", "none")]
-        assert live.filed("Job", BY_NAME, named) == [True, True, True, False]
-        assert live.unmatched("Job", WORKLOAD_OPEN, "Pod", POD_OWNER) == []
+        known_by_name(live)
         for name in ("done", "done-x1", "big", "big-03", "mixed", "mixed-b", "between",
                      "waiting", "rejected", "rejected-1"):  # fmt: skip
             assert report(live, name) == report(memory, name), name
-        since = len(api.requests)
-        assert live.get("Pod", "done-x1", namespace=NS)["status"]["phase"] == "Succeeded"  # type: ignore[index]
-        assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods/done-x1", "")]
-        since = len(api.requests)
-        got = owned_pods(live, namespace=NS, owners=[("Job", "big")])
-        assert names(got) == [f"big-{i:02d}" for i in range(_GET_EACH + 3)]
-        assert reads(api, since) == [(f"/api/v1/namespaces/{NS}/pods", "status.phase=Succeeded")]
-        since = len(api.requests)
-        assert live.get("Pod", "nothing", namespace=NS) is None
-        assert reads(api, since) == []  # a name it does not know is not asked of the API
+        read_when_asked(live, api)
         api.fail_on["pods"] = 503
         with pytest.raises(ReadFailedError, match=r"503|injected"):
             live.get("Pod", "done-x1", namespace=NS)
