@@ -7,6 +7,7 @@ workload created none, its pod template stands in for the pod (quota is checked 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from triage.cluster.indexes import owned_pods
@@ -52,8 +53,14 @@ def _owned_by(obj: Obj, kind: str, name: str) -> bool:
 
 
 def _owner_chain(
-    source: ClusterSource, namespace: str, obj: Obj, unknowns: list[Unknown]
+    source: ClusterSource,
+    namespace: str,
+    obj: Obj,
+    unknowns: list[Unknown],
+    known: Mapping[tuple[str, str], Obj] | None = None,
 ) -> list[Obj]:
+    """`obj`'s owners that exist, outermost first; those in `known` (read already, by kind
+    and name) are not read again."""
     chain: list[Obj] = []
     current = obj
     for _ in range(3):
@@ -61,7 +68,7 @@ def _owner_chain(
         if ref is None or ref[0] not in WORKLOAD_KINDS:
             break
         try:
-            parent = source.get(ref[0], ref[1], namespace=namespace)
+            parent = (known or {}).get(ref) or source.get(ref[0], ref[1], namespace=namespace)
         except ReadFailedError as e:
             unknowns.append(Unknown(Layer.QUOTA, f"owner {ref[0]} {ref[1]} not read: {e}", e))
             break
@@ -134,7 +141,9 @@ def resolve(source: ClusterSource, *, namespace: str, name: str) -> Target:
         pods = owned_pods(source, namespace=namespace, owners=sorted(owners))
         picked = _pick(pods)
         if picked is not None:
-            chain = _owner_chain(source, namespace, picked, unknowns) or chain
+            # Its owners as read for the workload (a finished Job is read from the API once).
+            known = {(str(o.get("kind")), name_of(o)): o for o in [*chain, *sets]}
+            chain = _owner_chain(source, namespace, picked, unknowns, known) or chain
         elif sets:
             # No pod: the newest ReplicaSet is the one creating them, and its FailedCreate
             # events are the only trace of what admission refused.

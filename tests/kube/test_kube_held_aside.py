@@ -161,13 +161,13 @@ def test_finished_pods_of_jobs_are_known_by_name_and_read_when_asked(
     for name in ("done", "done-x1", "big", "big-03", "mixed", "mixed-b", "between", "waiting",
                  "rejected", "rejected-1"):  # fmt: skip
         assert report(cache, name) == report(memory, name), name
-    # A finished Job asked about: it and its pod read by a get each (the Job again as its
-    # pod's owner), and the events.
+    # A finished Job asked about: it and its pod read by a get each (the Job once, not again
+    # as its pod's owner), and the events.
     since = len(api.requests)
     report(cache, "job/done")
     got = [r for r in reads(api, since) if "events" not in r[0]]
     job_read = (f"/apis/batch/v1/namespaces/{NS}/jobs/done", "")
-    assert got == [job_read, (f"/api/v1/namespaces/{NS}/pods/done-x1", ""), job_read]
+    assert got == [job_read, (f"/api/v1/namespaces/{NS}/pods/done-x1", "")]
     read_when_asked(cache, api)
 
 
@@ -251,6 +251,13 @@ def test_a_sweep_from_the_cli_holds_finished_pods_and_jobs_aside_as_the_cache_do
                      "waiting", "rejected", "rejected-1"):  # fmt: skip
             assert report(live, name) == report(memory, name), name
         read_when_asked(live, api)
+        # `why-pending job/mixed` reads the Job once, not again as its picked pod's owner.
+        one = connect(kubeconfig=kubeconfig, read_ahead="triage")
+        since = len(api.requests)
+        assert report(one, "job/mixed") == report(memory, "job/mixed")
+        job_reads = [r for r in reads(api, since) if r[0].endswith("/jobs/mixed")]
+        assert job_reads == [(f"/apis/batch/v1/namespaces/{NS}/jobs/mixed", "")]
+        one.close()
         api.fail_on["pods"] = 503
         with pytest.raises(ReadFailedError, match=r"503|injected"):
             live.get("Pod", "done-x1", namespace=NS)
