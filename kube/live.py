@@ -392,8 +392,8 @@ class LiveSource(SourceDefaults):
         )
 
     def count(self, kind: str, *, namespace: str | None = None) -> int | None:
-        """How many objects of `kind` there are, those held aside included, when its list of
-        every namespace's held some aside (else None: the caller lists)."""
+        """How many objects of `kind` there are, those held aside included, when every
+        namespace's were read holding the finished ones aside (else None: the caller lists)."""
         if self._whole(kind) is None:  # not read whole, or the read failed
             return None
         held = self._held.get(kind)
