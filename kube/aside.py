@@ -125,9 +125,6 @@ class HeldAside:
         self._held: Held = {} if held is None else held
         self._owned = owned_counts(self._held)  # how many are held under each string
 
-    def __bool__(self) -> bool:
-        return bool(self._held)
-
     def aside_of(self, namespace: str, name: str) -> str | None:
         return self._held.get(namespace, _NO_ASIDE).get(name)
 

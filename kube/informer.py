@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from typing import Literal, TypeVar
 
-from kube.aside import Aside, HeldAside, holding, kept
+from kube.aside import Aside, Held, HeldAside, holding, kept
 from kube.backoff import Backoff, watch_timeout
 from kube.client import GoneError, RawClient
 from kube.decode import event_decoder, list_decoder
@@ -312,7 +312,7 @@ class Informer:
             self._replace()
 
     def _replace(self) -> None:
-        aside: dict[str, dict[str, str]] = {}
+        aside: Held = {}
         try:
             items, rv, by_ns = self._initial(aside)
         except BaseException:
@@ -339,7 +339,7 @@ class Informer:
         self.synced.set()
         self.tried.set()
 
-    def _initial(self, aside: dict[str, dict[str, str]]) -> tuple[list[Obj], str, Named]:
+    def _initial(self, aside: Held) -> tuple[list[Obj], str, Named]:
         """Every object, the resourceVersion to watch from, and the objects by namespace and
         name: streamed while the server serves the watch-list protocol, else listed page by
         page. The objects held aside are filed in `aside` instead."""
@@ -436,7 +436,7 @@ class Informer:
         with self._lock:
             held = self._by_ns.get(ns)
             old = None if held is None else held.get(name)
-            if self._held and self._held.unhold(ns, name) and etype == "DELETED":
+            if self._held.unhold(ns, name) and etype == "DELETED":
                 self._rv = rv or self._rv  # (it was not in the store)
                 return
             if etype == "MODIFIED" and old is not None and _unchanged(old, new):

@@ -299,8 +299,8 @@ class LiveSource(SourceDefaults):
                 listed = self._named_in(key)
                 if listed is not None:
                     found = listed.get(ns or "", {}).get(name)
-                    held = self._held.get(kind)
-                    if found is None and held is not None and held.aside_of(ns or "", name):
+                    held = self._held.get(kind) if found is None else None
+                    if held is not None and held.aside_of(ns or "", name) is not None:
                         return next(iter(self._read_held(kind)(ns or "", [name])), None)
                     return found
         if kind == "Pod" and (ns or "", name) in self._node_pods:
