@@ -286,20 +286,46 @@ def unread_of(unknowns: list[Unknown], others: tuple[ReadFailedError, ...] = ())
     ]
 
 
-def judge(d: Diagnosis) -> TriageVerdict:
+class Judged(NamedTuple):
+    """What a fleet sweep keeps of one triage: a `TriageVerdict` without the pod reference and
+    the unknown layers, which the sweep does not use (a tuple, not models: a sweep made three
+    for each of thousands of workloads, ~9% of its time)."""
+
+    answer: Answer
+    failing_layer: Layer | None
+    headline: str
+    owner: OwnerRoute | None
+    cause: Cause | None
+    unread: list[Unread]
+
+
+def judged(d: Diagnosis) -> Judged:
     """The verdict alone, as `assemble` would give it: no evidence, steps or other layers'
     findings (for the fleet view, which triages thousands of workloads a sweep)."""
     decision = _decide(d)
+    return Judged(
+        decision.answer,
+        decision.failing,
+        decision.headline,
+        decision.owner,
+        decision.cause,
+        unread_of(d.unknowns, d.unread),
+    )
+
+
+def judge(d: Diagnosis) -> TriageVerdict:
+    """`judged`, as a verdict of the target."""
+    found = judged(d)
     verdict = TriageVerdict(
         cluster=d.source.cluster_name,
         pod=_pod_ref(d.target),
-        failing_layer=decision.failing,
-        headline=decision.headline,
-        cause=decision.cause,
-        owner=decision.owner,
-        answer=decision.answer,
+        failing_layer=found.failing_layer,
+        headline=found.headline,
+        cause=found.cause,
+        owner=found.owner,
+        answer=found.answer,
         unknown_layers=_layers_of(d.unknowns),
-        unread=unread_of(d.unknowns, d.unread),
+        unread=found.unread,
     )
     return shared_fields(verdict)
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from itertools import chain, islice
 from typing import NamedTuple
 
-from triage.assemble import Diagnosis, Route, answer_of, assemble, judge
+from triage.assemble import Diagnosis, Judged, Route, answer_of, assemble, judge, judged
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import INDEXERS, troubled_pods
 from triage.cluster.objects import Obj, meta, pod_problem, workload_finished
@@ -85,13 +85,31 @@ def verdict(
     sweep: SweepState | None = None,
 ) -> TriageVerdict:
     """`triage`'s verdict (failing layer, headline, cause, owner) without the evidence and
-    steps of a full report: what the fleet view needs of each of thousands of workloads.
-    Raises as `triage` does."""
+    steps of a full report. Raises as `triage` does."""
     d, _ = _diagnose(
         source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep,
         verdict_only=True,
     )  # fmt: skip
     return judge(d)
+
+
+def sweep_verdict(
+    source: ClusterSource,
+    *,
+    namespace: str,
+    name: str,
+    config: EngineConfig,
+    playbook: Playbook,
+    now: datetime | None,
+    sweep: SweepState,
+) -> Judged:
+    """`verdict` as the fleet view keeps it for each of thousands of workloads (`Judged`:
+    without the pod reference it has already). Raises as `triage` does."""
+    d, _ = _diagnose(
+        source, namespace, name, config=config, playbook=playbook, now=now, sweep=sweep,
+        verdict_only=True,
+    )  # fmt: skip
+    return judged(d)
 
 
 class Prepared(NamedTuple):

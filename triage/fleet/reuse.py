@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from triage.assemble import Judged
 from triage.cluster.reads import Key, ReadLog, same
 from triage.fleet.source import SweepSource
-from triage.model import TriageVerdict
 
 # Keys whose value the sweep's own shared work sets (see `triage.layers.base.Context.depend`):
 # they are known once a triage of this sweep computed that work.
@@ -32,7 +32,7 @@ SHARED = ("shape", "view")
 
 @dataclass(slots=True)
 class Kept:
-    verdict: TriageVerdict
+    verdict: Judged
     deps: dict[Key, Any]
     at: datetime
 
@@ -54,9 +54,7 @@ class FleetMemo:
             self._kept.clear()
         self._setup = setup
 
-    def keep(
-        self, key: tuple[str, str], verdict: TriageVerdict, log: ReadLog, at: datetime
-    ) -> None:
+    def keep(self, key: tuple[str, str], verdict: Judged, log: ReadLog, at: datetime) -> None:
         if log.volatile or verdict.failing_layer is None:
             self._kept.pop(key, None)
         else:

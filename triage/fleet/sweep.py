@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from triage import engine
+from triage.assemble import Judged
 from triage.cluster.collector import paused
 from triage.cluster.objects import meta, name_of, ns_of
 from triage.cluster.reads import Key, ReadLog
@@ -35,7 +36,7 @@ from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.shared import shapes_in, shared_evaluation
-from triage.model import Answer, Layer, OwnerRoute, TriageVerdict, shared_fields
+from triage.model import Answer, Layer, OwnerRoute, shared_fields
 from triage.names import InvalidNameError
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
@@ -90,6 +91,7 @@ def _sweep(
     waiting: dict[tuple[str, str], Member] = {}
     unknown: dict[tuple[str, str], Member] = {}
     left_out: dict[str, int] = {}  # what the triages could not read: for how many workloads
+    cluster = source.cluster_name
     for item, verdict, fresh in run.each(items):
         member = shared_fields(
             Member(
@@ -111,10 +113,10 @@ def _sweep(
                 member if held_member is None else _merged(held_member, member)
             )
             continue
-        key = _cause_key(verdict, pools, keys)
+        key = _cause_key(cluster, item.namespace, verdict, pools, keys)
         gathered = groups.get(key)
         if gathered is None:
-            gathered = groups[key] = _Gathered(verdict)
+            gathered = groups[key] = _Gathered(item.namespace, verdict)
         gathered.add((item.namespace, item.name), member, verdict, fresh)
     if memo is not None:
         memo.finish(
@@ -155,7 +157,7 @@ def _merged(a: Member, b: Member) -> Member:
     )
 
 
-def _unread_lines(verdict: TriageVerdict) -> list[str]:
+def _unread_lines(verdict: Judged) -> list[str]:
     """What one triage could not read, as the sweep says it (no workload named)."""
     return [
         u.message + (f": {', '.join(la.value for la in u.layers)} not judged" if u.layers else "")
@@ -181,7 +183,7 @@ class _Run:
         self.errors: list[str] = []
         self.triaged = self.reused = 0
 
-    def each(self, items: list[Stuck]) -> Iterator[tuple[Stuck, TriageVerdict, bool]]:
+    def each(self, items: list[Stuck]) -> Iterator[tuple[Stuck, Judged, bool]]:
         """Each item that has a verdict, in order, with it and whether this sweep triaged it
         (rather than kept it). Without a memo, each verdict is made as it is asked for: the
         sweep then holds the verdicts of its groups' first workloads only, not thousands."""
@@ -199,9 +201,9 @@ class _Run:
 
     def _kept_or_triaged(
         self, memo: FleetMemo, items: list[Stuck]
-    ) -> tuple[dict[tuple[str, str], TriageVerdict], set[tuple[str, str]]]:
+    ) -> tuple[dict[tuple[str, str], Judged], set[tuple[str, str]]]:
         """Every item's verdict, kept or triaged again, and which were triaged."""
-        verdicts: dict[tuple[str, str], TriageVerdict] = {}
+        verdicts: dict[tuple[str, str], Judged] = {}
         fresh: set[tuple[str, str]] = set()
 
         def triage(item: Stuck) -> None:
@@ -258,12 +260,12 @@ class _Run:
         except SourceError:
             return  # unknown digest: the workload is triaged, and its triage says what failed
 
-    def _triage(self, item: Stuck) -> TriageVerdict | None:
+    def _triage(self, item: Stuck) -> Judged | None:
         """The item's verdict; None when it is gone or could not be read (then in `errors`)."""
         state = self.source.state
         log = state.log = ReadLog() if self.memo is not None else None
         try:
-            found = engine.verdict(
+            found = engine.sweep_verdict(
                 self.source,
                 namespace=item.namespace,
                 name=item.key[1],
@@ -326,7 +328,7 @@ class _Pools:
         return sorted(found)  # type: ignore[arg-type]
 
 
-def _blocking(verdict: TriageVerdict, pools: _Pools) -> list[str]:
+def _blocking(namespace: str, verdict: Judged, pools: _Pools) -> list[str]:
     """The objects a cause is about, as its group key: the pools of the nodes where it blocks
     (pods differ in which nodes of a pool they may use, not in why: one driver crash across a
     pool is one cause), and the quota, queue, label or request the failing signals name."""
@@ -337,22 +339,28 @@ def _blocking(verdict: TriageVerdict, pools: _Pools) -> list[str]:
     if cause.nodes:
         return [*objects, *(f"pool {p}" for p in pools.of(cause.nodes))]
     if cause.layer == Layer.QUOTA and not objects:
-        return [f"namespace {verdict.pod.namespace}"]
+        return [f"namespace {namespace}"]
     return objects
 
 
 def _cause_key(
-    verdict: TriageVerdict, pools: _Pools, seen: dict[tuple[Any, ...], tuple[Any, str]]
+    cluster: str,
+    namespace: str,
+    verdict: Judged,
+    pools: _Pools,
+    seen: dict[tuple[Any, ...], tuple[Any, str]],
 ) -> str:
     """The key of a verdict's group; verdicts blocked alike share their cause (`assemble`),
     so each cause's key is worked out once a sweep (`seen`)."""
     cause = verdict.cause
-    at = (id(cause), verdict.cluster, verdict.failing_layer, verdict.pod.namespace)
+    at = (id(cause), cluster, verdict.failing_layer, namespace)
     hit = seen.get(at)
     if hit is not None and hit[0] is cause:
         return hit[1]
     code = cause.code if cause is not None else ""
-    raw = "|".join([verdict.cluster, str(verdict.failing_layer), code, *_blocking(verdict, pools)])
+    raw = "|".join(
+        [cluster, str(verdict.failing_layer), code, *_blocking(namespace, verdict, pools)]
+    )
     key = hashlib.sha256(raw.encode()).hexdigest()[:16]
     seen[at] = (cause, key)
     return key
@@ -363,15 +371,15 @@ class _Gathered:
     member (and whether this sweep triaged it), and of the other verdicts only what the group
     says of them all (their owner routes; the nodes of a driver or device-plugin cause)."""
 
-    __slots__ = ("first", "nodes", "owners", "rows")
+    __slots__ = ("first", "namespace", "nodes", "owners", "rows")
 
-    def __init__(self, first: TriageVerdict) -> None:
-        self.first = first
+    def __init__(self, namespace: str, first: Judged) -> None:
+        self.namespace, self.first = namespace, first
         self.nodes: set[str] = set()
         self.owners: set[OwnerRoute | None] = set()
         self.rows: dict[tuple[str, str], tuple[Member, bool]] = {}
 
-    def add(self, at: tuple[str, str], member: Member, verdict: TriageVerdict, fresh: bool) -> None:
+    def add(self, at: tuple[str, str], member: Member, verdict: Judged, fresh: bool) -> None:
         cause = verdict.cause
         if cause is not None and verdict.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
             self.nodes.update(cause.nodes)
@@ -385,7 +393,7 @@ class _Gathered:
 def _group(cluster: str, key: str, found: _Gathered, pools: _Pools, playbook: Playbook) -> Group:
     verdict = found.first
     assert verdict.failing_layer is not None and verdict.cause is not None
-    blocking = _blocking(verdict, pools)
+    blocking = _blocking(found.namespace, verdict, pools)
     if verdict.failing_layer in (Layer.DRIVER, Layer.DEVICE_PLUGIN):
         # The broken nodes themselves are the platform's to fix: name every one.
         blocking += [f"node {n}" for n in sorted(found.nodes)]
