@@ -110,6 +110,7 @@ def _container_requests(container: Obj) -> dict[str, int]:
 # A triage asks for one pod's requests several times (the fleet view, the scheduling and
 # quota layers, the verdict), and a sweep for those of many pods sharing one spec.
 _REQUESTS, _SOURCES = PerSpec(), PerSpec()
+_ACCELERATORS = PerSpec()  # by the requests they are found among (`pod_requests`' are shared)
 # Requests by what they are worked out from: a workload's pods on different nodes have specs
 # of their own but the same containers (`kube.share`): 17 lists for 22,593 specs at 5,000
 # nodes.
@@ -219,8 +220,9 @@ def asks(pod: Obj, wanted: Mapping[str, int]) -> str:
 
 
 def gpu_requests(pod: Obj) -> dict[str, int]:
-    """The accelerator resources (whole devices, slices, shared devices) a pod requests."""
-    return accelerator_requests(pod_requests(pod))
+    """The accelerator resources (whole devices, slices, shared devices) a pod requests
+    (shared, as `pod_requests`' are: callers must not change it)."""
+    return _ACCELERATORS.of(pod_requests(pod), accelerator_requests)
 
 
 def wants_gpu(pod: Obj, requests: Mapping[str, int]) -> bool:
