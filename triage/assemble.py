@@ -61,8 +61,7 @@ def _data_age(source: ClusterSource) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+class Route(NamedTuple):
     """What the owner route of the failing layer is chosen by, read by the engine: the
     target's namespace object (None when it could not be read) and the labels of the first
     nodes the failing layer blocks on."""
@@ -71,11 +70,11 @@ class Route:
     node_labels: tuple[dict[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
+class Diagnosis(NamedTuple):
     """What a verdict is made from: a triage's signals after the root-cause rule, and what
     the checks left beside them (unknown layers, a headline, passing layers' lines). No
-    cluster read happens past this point: the engine read everything it holds."""
+    cluster read happens past this point: the engine read everything it holds. (A tuple: a
+    sweep makes one per workload.)"""
 
     source: ClusterSource
     target: Target

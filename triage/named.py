@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from triage.names import InvalidNameError, validate_name, validate_namespace
 
@@ -30,8 +30,7 @@ for _kind, _short, _group in (
                 _KINDS[f"{_alias}.{_group}"] = _kind
 
 
-@dataclass(frozen=True, slots=True)
-class Named:
+class Named(NamedTuple):
     """A workload as typed: its kind when given (None: a pod, else any workload kind), its
     namespace when given, and its name."""
 

@@ -18,9 +18,8 @@ node, some bound to a broken one) is one item per place, each triaged on its own
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from triage.cluster.events import parse_time
 from triage.cluster.indexes import (
@@ -52,12 +51,12 @@ from triage.layers.stacks.components import pod_component
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Stuck:
+class Stuck(NamedTuple):
     """A stuck workload (or the part of it stuck in one place), as found (before its triage).
 
     `target` is the name the sweep triages: the oldest pod stuck in that place (what
-    `why-pending` says of each of them), or the workload's own when it has no pod."""
+    `why-pending` says of each of them), or the workload's own when it has no pod. (A tuple:
+    a sweep makes one per workload.)"""
 
     namespace: str
     name: str
@@ -65,7 +64,7 @@ class Stuck:
     pods: int
     gpus: int
     since: datetime | None
-    target: str = field(default="")
+    target: str = ""
 
     @property
     def key(self) -> tuple[str, str]:

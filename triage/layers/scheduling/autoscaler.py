@@ -13,10 +13,9 @@ limits for nodepool: …"). The scheduler sets `status.nominatedNodeName` while 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from triage.cluster.bounded import loads_yaml
 from triage.cluster.events import Event, parse_time
@@ -50,14 +49,13 @@ def _newest(events: list[Event], *reasons: str) -> Event | None:
     return max(found, key=lambda e: e.last_seen or _EPOCH, default=None)
 
 
-@dataclass(frozen=True)
-class ScalingReads:
+class ScalingReads(NamedTuple):
     """What the autoscaler checks may read beyond the pod's events, each asked only when its
-    answer is needed."""
+    answer is needed. (A tuple: a sweep makes one per pod waiting for a node.)"""
 
     # terminating lower-priority pods on the nominated node: (text a tenant may read,
     # operator-only name)
-    victims: list[tuple[str, str]] = field(default_factory=list)
+    victims: Sequence[tuple[str, str]] = ()
     # the node autoscalers running in the cluster; None: the pod's silence is not judged
     autoscalers: Callable[[], list[str]] | None = None
     karpenter: Callable[[str], list[Obj]] | None = None  # NodePools, NodeClaims by kind
@@ -329,7 +327,7 @@ def _nominated(
                   evidence=evidence)  # fmt: skip
 
 
-def _preempting(node: str, victims: list[tuple[str, str]]) -> Signal:
+def _preempting(node: str, victims: Sequence[tuple[str, str]]) -> Signal:
     if victims:
         mine = [text for text, detail in victims if not detail]
         others = len(victims) - len(mine)
