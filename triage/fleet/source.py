@@ -93,12 +93,16 @@ class SweepSource:
         return value
 
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> Obj | None:
+        if self.state.log is None:  # no key nor closure to make: a full sweep's many reads
+            return self._source.get(kind, name, namespace=namespace)
         return self._read(  # type: ignore[no-any-return]
             (OBJECT, kind, namespace, name),
             lambda: self._source.get(kind, name, namespace=namespace),
         )
 
     def objects(self, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        if self.state.log is None:
+            return self._source.objects(kind, namespace=namespace)
         return self._read(  # type: ignore[no-any-return]
             (OBJECTS, kind, namespace), lambda: self._source.objects(kind, namespace=namespace)
         )
