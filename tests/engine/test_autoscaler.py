@@ -18,7 +18,7 @@ NOW = datetime(2026, 12, 2, 14, 0, tzinfo=UTC)
 
 
 def ev(reason: str, message: str, *, minutes_ago: float = 2) -> Event:
-    return Event(reason=reason, message=message, type="Normal", count=1,
+    return Event(reason=reason, message=message, type="Normal", times=1,
                  last_seen=NOW - timedelta(minutes=minutes_ago), kind="Pod", name="p")  # fmt: skip
 
 

@@ -141,5 +141,5 @@ def test_events_of_both_shapes_normalise() -> None:
             "involvedObject": {"kind": "Job", "name": "j"},
         }
     )
-    assert (new.count, new.last_seen and new.last_seen.minute) == (7, 50)
-    assert (old.count, old.last_seen and old.last_seen.minute) == (3, 40)
+    assert (new.times, new.last_seen and new.last_seen.minute) == (7, 50)
+    assert (old.times, old.last_seen and old.last_seen.minute) == (3, 40)

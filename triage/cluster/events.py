@@ -7,27 +7,26 @@ state, never as the only reason for a verdict.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from triage.cluster.objects import Obj, meta
 
 
-@dataclass(frozen=True)
-class Event:
-    """An event normalised across the core/v1 and events.k8s.io/v1 shapes."""
+class Event(NamedTuple):
+    """An event normalised across the core/v1 and events.k8s.io/v1 shapes. (A tuple: a sweep
+    makes one per event of every stuck pod.)"""
 
     reason: str
     message: str
     type: str
-    count: int
+    times: int  # how many times it was seen
     last_seen: datetime | None
     kind: str
     name: str
 
     def __str__(self) -> str:
-        times = f" (x{self.count})" if self.count > 1 else ""
+        times = f" (x{self.times})" if self.times > 1 else ""
         return f"{self.kind}/{self.name} event {self.reason}{times}: {self.message}"
 
 
@@ -56,7 +55,7 @@ def normalise_event(ev: Obj) -> Event:
         reason=str(ev.get("reason") or ""),
         message=" ".join(str(ev.get("message") or ev.get("note") or "").split()),
         type=str(ev.get("type") or "Normal"),
-        count=count,
+        times=count,
         last_seen=last,
         kind=str(ref.get("kind") or ""),
         name=str(ref.get("name") or ""),

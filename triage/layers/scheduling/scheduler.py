@@ -78,7 +78,7 @@ def latest_failed_scheduling(pod: Obj, events: list[Event]) -> tuple[str, str] |
             and ev.message
             and not ev.message.startswith("Failed to schedule pod")
         ):
-            times = f", seen {ev.count} times" if ev.count > 1 else ""
+            times = f", seen {ev.times} times" if ev.times > 1 else ""
             return ev.message, f"event FailedScheduling{times}"
     cond = condition(pod, "PodScheduled")
     if cond and cond.get("status") == "False" and cond.get("message"):
