@@ -108,10 +108,10 @@ def condition_true(obj: Obj, ctype: str) -> bool | None:
 
 
 def owner(obj: Obj) -> tuple[str, str] | None:
-    for ref in meta(obj).get("ownerReferences") or []:
+    refs = meta(obj).get("ownerReferences") or []
+    for ref in refs:
         if ref.get("controller"):
             return str(ref.get("kind")), str(ref.get("name"))
-    refs = meta(obj).get("ownerReferences") or []
     return (str(refs[0].get("kind")), str(refs[0].get("name"))) if refs else None
 
 
