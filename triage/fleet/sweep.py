@@ -351,9 +351,11 @@ def _cause_key(
     seen: dict[tuple[Any, ...], tuple[Any, str]],
 ) -> str:
     """The key of a verdict's group; verdicts blocked alike share their cause (`assemble`),
-    so each cause's key is worked out once a sweep (`seen`)."""
+    so each cause's key is worked out once a sweep (`seen`), and once per namespace only for
+    a cause the namespace names (`_blocking`)."""
     cause = verdict.cause
-    at = (id(cause), cluster, verdict.failing_layer, namespace)
+    named = cause is not None and cause.layer == Layer.QUOTA and not cause.objects
+    at = (id(cause), cluster, verdict.failing_layer, namespace if named else None)
     hit = seen.get(at)
     if hit is not None and hit[0] is cause:
         return hit[1]
