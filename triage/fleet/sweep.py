@@ -36,7 +36,7 @@ from triage.fleet.source import SweepSource
 from triage.fleet.stuck import Stuck, stuck_workloads
 from triage.layers.base import VIEW, Context
 from triage.layers.scheduling.shared import shapes_in, shared_evaluation
-from triage.model import Answer, Layer, OwnerRoute, shared_fields
+from triage.model import Answer, Cause, Layer, OwnerRoute, shared_fields
 from triage.names import InvalidNameError
 from triage.playbooks import Playbook, load_playbook
 from triage.target import Target
@@ -335,12 +335,17 @@ def _blocking(namespace: str, verdict: Judged, pools: _Pools) -> list[str]:
     cause = verdict.cause
     if cause is None:
         return []
-    objects = list(cause.objects)
     if cause.nodes:
-        return [*objects, *(f"pool {p}" for p in pools.of(cause.nodes))]
-    if cause.layer == Layer.QUOTA and not objects:
+        return [*cause.objects, *(f"pool {p}" for p in pools.of(cause.nodes))]
+    if _names_namespace(cause):
         return [f"namespace {namespace}"]
-    return objects
+    return list(cause.objects)
+
+
+def _names_namespace(cause: Cause) -> bool:
+    """Whether a cause is named by the namespace of the workload it blocks: a quota cause
+    that names no quota, queue or node (the namespace's own limit)."""
+    return cause.layer == Layer.QUOTA and not cause.objects and not cause.nodes
 
 
 def _cause_key(
@@ -354,7 +359,7 @@ def _cause_key(
     so each cause's key is worked out once a sweep (`seen`), and once per namespace only for
     a cause the namespace names (`_blocking`)."""
     cause = verdict.cause
-    named = cause is not None and cause.layer == Layer.QUOTA and not cause.objects
+    named = cause is not None and _names_namespace(cause)
     at = (id(cause), cluster, verdict.failing_layer, namespace if named else None)
     hit = seen.get(at)
     if hit is not None and hit[0] is cause:
